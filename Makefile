@@ -1,0 +1,83 @@
+# qtts build. `make` builds the library and tools into build/, `make test`
+# builds and runs every test, `make debug` builds with ASan + UBSan into
+# build-debug/, `make debug-test` runs the tests there.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+PKGS    := libpcre2-8 libutf8proc jansson sndfile soxr
+# Debian package that provides each pkg-config module, for the error message.
+DEB_libpcre2-8 := libpcre2-dev
+DEB_libutf8proc := libutf8proc-dev
+DEB_jansson := libjansson-dev
+DEB_sndfile := libsndfile1-dev
+DEB_soxr := libsoxr-dev
+
+MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p)))
+ifneq ($(MISSING),)
+ifeq ($(filter help clean,$(MAKECMDGOALS)),)
+$(error missing build dependencies: $(MISSING). Install with: apt-get install $(foreach p,$(MISSING),$(DEB_$(p))) (or run scripts/install-deps.sh))
+endif
+endif
+
+DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS  ?=
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) $(SAN) -Iinclude -Isrc $(DEP_CFLAGS) $(CFLAGS)
+LDLIBS  := $(DEP_LIBS) -lm -lpthread
+ALL_LDFLAGS := $(SAN) $(LDFLAGS)
+
+LIB_SRC   := $(shell find src -name '*.c' | sort)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC   := $(shell find tools/cli -name '*.c' | sort)
+CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TCOMMON_SRC := $(wildcard tests/common/*.c)
+TCOMMON_OBJ := $(TCOMMON_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
+TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all test debug debug-test clean deps
+all: $(BUILD)/libqtts.a $(BUILD)/qtts
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libqtts.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TCOMMON_OBJ) $(BUILD)/libqtts.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/common -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+
+# The public header must compile as C++ too.
+$(BUILD)/tests/header_cxx.o: include/qtts.h
+	@mkdir -p $(dir $@)
+	printf '#include "qtts.h"\nint main(void){return qtts_status_str(QTTS_OK)==0;}\n' > $(BUILD)/tests/header_cxx.cpp
+	$(CXX) -Wall -Wextra -Werror -Iinclude -c $(BUILD)/tests/header_cxx.cpp -o $@
+
+tests: $(TEST_BIN) $(BUILD)/tests/header_cxx.o $(BUILD)/qtts
+
+test: all tests
+	@BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
+
+debug:
+	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all tests
+
+debug-test:
+	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+deps:
+	sh scripts/install-deps.sh
+
+clean:
+	rm -rf build build-debug
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,202 @@
+/* qtts: pure-C inference engine for the Qwen3-TTS 12 Hz models.
+ *
+ * The one public header of libqtts. A qtts_model holds the immutable weights
+ * of one checkpoint folder (memory-mapped, shared by threads); a qtts_context
+ * holds the state of one synthesis stream (KV caches, scratch, RNG).
+ *
+ * Conventions: every fallible call returns a qtts_status (QTTS_OK == 0,
+ * errors < 0); a human-readable message describing the last error is kept by
+ * the object (qtts_model_last_error, qtts_context_last_error) or written to a
+ * caller buffer where no object exists yet. The library never prints and never
+ * exits: diagnostics go to the log callback in the params. */
+#ifndef QTTS_H
+#define QTTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum qtts_status {
+    QTTS_OK = 0,
+    QTTS_ERR_INVALID_ARG = -1, /* a caller-supplied parameter is out of range */
+    QTTS_ERR_IO = -2,          /* a file is missing or cannot be read/written */
+    QTTS_ERR_FORMAT = -3,      /* a file is malformed (JSON, safetensors, ...) */
+    QTTS_ERR_MODEL = -4,       /* checkpoint inconsistent: missing tensor, wrong shape/dtype */
+    QTTS_ERR_INPUT = -5,       /* bad user input: UTF-8, unknown voice/language, empty text */
+    QTTS_ERR_NOMEM = -6,       /* out of memory */
+    QTTS_ERR_UNSUPPORTED = -7, /* valid but not supported by this build/model */
+    QTTS_ERR_LIMIT = -8,       /* request exceeds a limit (context length, text length) */
+    QTTS_ERR_CANCELLED = -9,   /* stopped by a user callback */
+    QTTS_ERR_INTERNAL = -10    /* a bug: please report */
+} qtts_status;
+
+/* Static string naming a status ("ok", "invalid argument", ...). Never NULL. */
+const char *qtts_status_str(qtts_status st);
+
+/* ---------------------------------------------------------------- logging */
+
+typedef enum qtts_log_level {
+    QTTS_LOG_ERROR = 0,
+    QTTS_LOG_WARN = 1,
+    QTTS_LOG_INFO = 2,
+    QTTS_LOG_DEBUG = 3
+} qtts_log_level;
+
+/* Receives every diagnostic of the library. msg is borrowed for the call. */
+typedef void (*qtts_log_fn)(qtts_log_level level, const char *msg, void *user);
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct qtts_model qtts_model;
+typedef struct qtts_context qtts_context;
+
+typedef enum qtts_model_type {
+    QTTS_MODEL_BASE = 0,         /* voice cloning from a reference recording */
+    QTTS_MODEL_CUSTOM_VOICE = 1, /* preset speakers, optional instruction (1.7B) */
+    QTTS_MODEL_VOICE_DESIGN = 2  /* voice described by an instruction */
+} qtts_model_type;
+
+typedef enum qtts_weight_type {
+    QTTS_WEIGHTS_NATIVE = 0 /* as stored in the checkpoint (BF16/F16/F32), computed in f32 */
+} qtts_weight_type;
+
+typedef struct qtts_model_params {
+    int n_threads;           /* worker threads for compute; >= 1; default 1 */
+    qtts_weight_type weights;/* weight format in memory; default QTTS_WEIGHTS_NATIVE */
+    int tokenizer_alt_regex; /* 1 = the Mistral-patched pre-split regex of transformers
+                                4.57 local loads instead of the stock Qwen2 one; default 0 */
+    int load_codec;          /* 1 = also load speech_tokenizer/ (needed for audio); default 1 */
+    qtts_log_fn log;         /* diagnostics sink; NULL = discard; default NULL */
+    void *log_user;          /* passed to log; default NULL */
+} qtts_model_params;
+
+qtts_model_params qtts_model_default_params(void);
+
+/* Load a checkpoint folder exactly as published on Hugging Face (config.json,
+ * generation_config.json, model.safetensors or shards, tokenizer files,
+ * speech_tokenizer/). On failure *out is NULL and errbuf (if not NULL) holds a
+ * message naming the file and the tensor or key at fault.
+ * The caller frees *out with qtts_model_free. */
+qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_params *params,
+                            char *errbuf, size_t errbuf_size);
+
+/* Frees a model; accepts NULL. All contexts of the model must be freed first. */
+void qtts_model_free(qtts_model *model);
+
+/* Describes a loaded model. Strings are owned by the model. */
+typedef struct qtts_model_info {
+    qtts_model_type type;
+    const char *type_name;    /* "base", "custom_voice", "voice_design" */
+    const char *size_name;    /* "0b6", "1b7" (config tts_model_size) */
+    int hidden_size;          /* talker width H */
+    int n_layers;             /* talker layers */
+    int cp_hidden_size;       /* code predictor width */
+    int cp_n_layers;          /* code predictor layers */
+    int n_code_groups;        /* codebooks per frame (16) */
+    int codebook_size;        /* codes per codebook (2048) */
+    int sample_rate_hz;       /* output audio rate (24000) */
+    int samples_per_frame;    /* audio samples per codec frame (1920) */
+    int has_tokenizer;        /* 1 when vocab.json + merges.txt were found */
+    int has_codec;            /* 1 when speech_tokenizer/ was loaded */
+    int has_speaker_encoder;  /* 1 for Base models */
+    int64_t n_params;         /* parameters in model.safetensors */
+    int64_t weight_bytes;     /* bytes of model.safetensors tensors */
+    const char *weight_dtype; /* dominant dtype of the talker, "BF16", "F32", ... */
+} qtts_model_info;
+
+void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
+
+/* Preset speakers (CustomVoice) and languages the checkpoint knows, in config
+ * order. Languages exclude dialect entries and include "auto" first. */
+int qtts_model_n_speakers(const qtts_model *model);
+const char *qtts_model_speaker(const qtts_model *model, int i);
+int qtts_model_n_languages(const qtts_model *model);
+const char *qtts_model_language(const qtts_model *model, int i);
+
+/* Message of the last failed call on this model ("" if none). */
+const char *qtts_model_last_error(const qtts_model *model);
+
+/* Tokenize UTF-8 text with the checkpoint's Qwen2 BPE (no BOS/EOS, special
+ * tokens matched). *ids is malloc'ed; the caller frees it with free(). */
+qtts_status qtts_tokenize(qtts_model *model, const char *text, int32_t **ids, int *n_ids);
+
+/* ---------------------------------------------------------------- generation */
+
+typedef enum qtts_text_mode {
+    QTTS_TEXT_MODE_DEFAULT = 0,      /* the official default of the model type */
+    QTTS_TEXT_MODE_STREAMING = 1,    /* text fed one token per frame */
+    QTTS_TEXT_MODE_NON_STREAMING = 2 /* whole text in the prompt */
+} qtts_text_mode;
+
+typedef struct qtts_sampling {
+    int do_sample;            /* 0 = greedy argmax; default from generation_config (1) */
+    float temperature;        /* > 0; default 0.9 */
+    int top_k;                /* 0 = off; default 50 */
+    float top_p;              /* (0, 1]; 1 = off; default 1.0 */
+    float repetition_penalty; /* >= 1 (1 = off); talker only; default 1.05 */
+} qtts_sampling;
+
+typedef struct qtts_gen_params {
+    /* What to say: either text (UTF-8) or already-tokenized text_ids (the ids
+     * between the chat template's fixed tokens). */
+    const char *text;          /* default NULL */
+    const int32_t *text_ids;   /* default NULL */
+    int n_text_ids;            /* default 0 */
+    /* Instruction / voice description (CustomVoice 1.7B, VoiceDesign). */
+    const char *instruct;         /* default NULL */
+    const int32_t *instruct_ids;  /* default NULL */
+    int n_instruct_ids;           /* default 0 */
+    const char *speaker;       /* preset speaker (CustomVoice), case-insensitive; default NULL */
+    const char *language;      /* language name or "auto"; case-insensitive; default "auto" */
+    qtts_text_mode text_mode;  /* default QTTS_TEXT_MODE_DEFAULT */
+    /* Voice clone (Base models). */
+    const float *xvector;      /* [hidden_size] speaker embedding; default NULL */
+    const int32_t *ref_codes;  /* [n_ref_frames][16] reference codes (ICL); default NULL */
+    int n_ref_frames;          /* default 0 */
+    const char *ref_text;      /* transcript of the reference (ICL); default NULL */
+    const int32_t *ref_text_ids; /* or its ids; default NULL */
+    int n_ref_text_ids;        /* default 0 */
+    /* Sampling: talker (codebook 0) and code predictor (codebooks 1..15). */
+    qtts_sampling talker;      /* default from generation_config.json */
+    qtts_sampling predictor;   /* default from generation_config.json (subtalker_*) */
+    int max_new_tokens;        /* talker tokens incl. the final one; default from
+                                  generation_config.json (8192), else 2048 */
+    uint64_t seed;             /* RNG seed; default 0 */
+} qtts_gen_params;
+
+/* Defaults for this model (sampling values from generation_config.json). */
+qtts_gen_params qtts_gen_default_params(const qtts_model *model);
+
+/* Called with each finished frame: codes[n_code_groups], codebook 0 first.
+ * Return non-zero to stop generation (the call then returns QTTS_ERR_CANCELLED). */
+typedef int (*qtts_frame_fn)(const int32_t *codes, int frame_index, void *user);
+
+typedef struct qtts_context_params {
+    int n_ctx;  /* max talker positions (prompt + frames); 0 = model maximum; default 0 */
+} qtts_context_params;
+
+qtts_context_params qtts_context_default_params(void);
+
+/* Creates a stream context on a model. Free with qtts_context_free. */
+qtts_status qtts_context_new(qtts_model *model, const qtts_context_params *params,
+                             qtts_context **out);
+void qtts_context_free(qtts_context *ctx);
+const char *qtts_context_last_error(const qtts_context *ctx);
+
+/* Generates codec frames for one utterance. Frames go to on_frame as they are
+ * made (may be NULL) and, if codes_out is not NULL, are also collected into a
+ * malloc'ed [*n_frames][16] array that the caller frees with free(). */
+qtts_status qtts_generate_codes(qtts_context *ctx, const qtts_gen_params *params,
+                                qtts_frame_fn on_frame, void *user,
+                                int32_t **codes_out, int *n_frames);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* QTTS_H */

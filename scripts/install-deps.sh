@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs the Debian packages qtts needs to build and test. Idempotent: does
+# nothing when every package is already installed. Needs root (or sudo).
+set -e
+PKGS="build-essential pkg-config libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing
