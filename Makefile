@@ -14,7 +14,7 @@ DEB_jansson := libjansson-dev
 DEB_sndfile := libsndfile1-dev
 DEB_soxr := libsoxr-dev
 
-MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p)))
+MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING),)
 ifeq ($(filter help clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Install with: apt-get install $(foreach p,$(MISSING),$(DEB_$(p))) (or run scripts/install-deps.sh))

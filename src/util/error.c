@@ -17,13 +17,17 @@ qtts_status err_set(qtts_error *e, qtts_status st, const char *fmt, ...) {
 
 qtts_status err_prefix(qtts_error *e, const char *fmt, ...) {
     if (!e) return QTTS_ERR_INTERNAL;
-    char pre[QTTS_ERROR_MSG_MAX], old[QTTS_ERROR_MSG_MAX];
+    char pre[QTTS_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(pre, sizeof pre, fmt, ap);
     va_end(ap);
-    memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s%s", pre, old);
+    size_t pl = strlen(pre), ol = strlen(e->msg);
+    if (pl >= sizeof e->msg) pl = sizeof e->msg - 1;
+    if (pl + ol >= sizeof e->msg) ol = sizeof e->msg - 1 - pl;
+    memmove(e->msg + pl, e->msg, ol);
+    memcpy(e->msg, pre, pl);
+    e->msg[pl + ol] = '\0';
     return e->status;
 }
 
