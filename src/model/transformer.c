@@ -1,0 +1,223 @@
+/* Qwen3 decoder stack (see transformer.h).
+ * Where time goes: the seven matmuls per layer (weights read once per call
+ * for all rows); attention is O(pos) per row and small at TTS lengths. */
+#include "model/transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+qtts_status load_vec(const st_set *st, const char *name, int n, float **out, qtts_error *e) {
+    const st_tensor *t;
+    int64_t shape[1] = {n};
+    qtts_status s = st_get_float(st, name, 1, shape, &t, e);
+    if (s) return s;
+    float *v = malloc(sizeof(float) * n);
+    if (!v) return err_set(e, QTTS_ERR_NOMEM, "out of memory loading %s", name);
+    dtype_to_f32(t->dtype, t->data, v, n);
+    *out = v;
+    return QTTS_OK;
+}
+
+qtts_status load_mat(const st_set *st, const char *name, int rows, int cols, qt_mat *out, qtts_error *e) {
+    const st_tensor *t;
+    int64_t shape[2] = {rows, cols};
+    qtts_status s = st_get_float(st, name, 2, shape, &t, e);
+    if (s) return s;
+    out->data = t->data;
+    out->dtype = t->dtype;
+    out->rows = rows;
+    out->cols = cols;
+    return QTTS_OK;
+}
+
+static qtts_status own_vec(tf_weights *w, const st_set *st, const char *name, int n, const float **out,
+                           qtts_error *e) {
+    float *v;
+    qtts_status s = load_vec(st, name, n, &v, e);
+    if (s) return s;
+    float **o = realloc(w->owned, sizeof(float *) * (w->n_owned + 1));
+    if (!o) {
+        free(v);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    w->owned = o;
+    w->owned[w->n_owned++] = v;
+    *out = v;
+    return QTTS_OK;
+}
+
+qtts_status tf_load(tf_weights *w, const st_set *st, const char *prefix, const tf_config *cfg, qtts_error *e) {
+    memset(w, 0, sizeof *w);
+    w->cfg = *cfg;
+    const int H = cfg->hidden, qd = cfg->n_heads * cfg->head_dim, kvd = cfg->n_kv_heads * cfg->head_dim;
+    w->layers = calloc(cfg->n_layers, sizeof(tf_layer));
+    w->inv_freq = malloc(sizeof(float) * (cfg->head_dim / 2));
+    if (!w->layers || !w->inv_freq) {
+        tf_free(w);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    /* inv_freq[i] = 1 / theta^(2i/d), computed in f32 as torch does */
+    for (int i = 0; i < cfg->head_dim / 2; i++)
+        w->inv_freq[i] = 1.0f / powf(cfg->rope_theta, (float)(2 * i) / (float)cfg->head_dim);
+    char n[512];
+    qtts_status s = QTTS_OK;
+#define P(fmt, ...) (snprintf(n, sizeof n, "%s" fmt, prefix, __VA_ARGS__), n)
+    for (int l = 0; l < cfg->n_layers && !s; l++) {
+        tf_layer *L = &w->layers[l];
+        if (!s) s = own_vec(w, st, P("layers.%d.input_layernorm.weight", l), H, &L->attn_norm, e);
+        if (!s) s = own_vec(w, st, P("layers.%d.post_attention_layernorm.weight", l), H, &L->ffn_norm, e);
+        if (!s) s = own_vec(w, st, P("layers.%d.self_attn.q_norm.weight", l), cfg->head_dim, &L->q_norm, e);
+        if (!s) s = own_vec(w, st, P("layers.%d.self_attn.k_norm.weight", l), cfg->head_dim, &L->k_norm, e);
+        if (!s) s = load_mat(st, P("layers.%d.self_attn.q_proj.weight", l), qd, H, &L->wq, e);
+        if (!s) s = load_mat(st, P("layers.%d.self_attn.k_proj.weight", l), kvd, H, &L->wk, e);
+        if (!s) s = load_mat(st, P("layers.%d.self_attn.v_proj.weight", l), kvd, H, &L->wv, e);
+        if (!s) s = load_mat(st, P("layers.%d.self_attn.o_proj.weight", l), H, qd, &L->wo, e);
+        if (!s) s = load_mat(st, P("layers.%d.mlp.gate_proj.weight", l), cfg->inter, H, &L->wgate, e);
+        if (!s) s = load_mat(st, P("layers.%d.mlp.up_proj.weight", l), cfg->inter, H, &L->wup, e);
+        if (!s) s = load_mat(st, P("layers.%d.mlp.down_proj.weight", l), H, cfg->inter, &L->wdown, e);
+    }
+    if (!s) s = own_vec(w, st, P("norm.weight%s", ""), H, &w->final_norm, e);
+#undef P
+    if (s) tf_free(w);
+    return s;
+}
+
+void tf_free(tf_weights *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n_owned; i++) free(w->owned[i]);
+    free(w->owned);
+    free(w->layers);
+    free(w->inv_freq);
+    memset(w, 0, sizeof *w);
+}
+
+qtts_status kv_cache_init(kv_cache *c, const tf_config *cfg, int cap, qtts_error *e) {
+    memset(c, 0, sizeof *c);
+    c->n_layers = cfg->n_layers;
+    c->kv_dim = cfg->n_kv_heads * cfg->head_dim;
+    c->cap = cap;
+    size_t n = (size_t)c->n_layers * cap * c->kv_dim;
+    c->k = malloc(sizeof(float) * n);
+    c->v = malloc(sizeof(float) * n);
+    if (!c->k || !c->v) {
+        kv_cache_free(c);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory for a KV cache of %d positions (%.1f MiB)", cap,
+                       2.0 * n * sizeof(float) / 1048576.0);
+    }
+    return QTTS_OK;
+}
+
+void kv_cache_free(kv_cache *c) {
+    if (!c) return;
+    free(c->k);
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+qtts_status tf_scratch_init(tf_scratch *s, const tf_config *cfg, int max_rows, int max_pos, qtts_error *e) {
+    memset(s, 0, sizeof *s);
+    s->max_rows = max_rows;
+    s->max_pos = max_pos;
+    const size_t r = (size_t)max_rows, qd = (size_t)cfg->n_heads * cfg->head_dim,
+                 kvd = (size_t)cfg->n_kv_heads * cfg->head_dim;
+    s->xn = malloc(sizeof(float) * r * cfg->hidden);
+    s->q = malloc(sizeof(float) * r * qd);
+    s->kv = malloc(sizeof(float) * r * 2 * kvd);
+    s->att = malloc(sizeof(float) * r * qd);
+    s->h1 = malloc(sizeof(float) * r * cfg->inter);
+    s->h2 = malloc(sizeof(float) * r * cfg->inter);
+    s->tmp = malloc(sizeof(float) * r * cfg->hidden);
+    s->scores = malloc(sizeof(float) * (max_pos > 0 ? max_pos : 1));
+    if (!s->xn || !s->q || !s->kv || !s->att || !s->h1 || !s->h2 || !s->tmp || !s->scores) {
+        tf_scratch_free(s);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory for transformer scratch (%d rows)", max_rows);
+    }
+    return QTTS_OK;
+}
+
+void tf_scratch_free(tf_scratch *s) {
+    if (!s) return;
+    free(s->xn);
+    free(s->q);
+    free(s->kv);
+    free(s->att);
+    free(s->h1);
+    free(s->h2);
+    free(s->tmp);
+    free(s->scores);
+    memset(s, 0, sizeof *s);
+}
+
+void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf_row *rows, float *x, int n,
+                tf_layer_fn on_layer, void *user) {
+    const tf_config *c = &w->cfg;
+    const int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
+    const int qd = nh * hd, kvd = nkv * hd, group = nh / nkv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *k_new = s->kv, *v_new = s->kv + (size_t)n * kvd;
+    for (int l = 0; l < c->n_layers; l++) {
+        const tf_layer *L = &w->layers[l];
+        for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->attn_norm, H, c->eps);
+        ops_matmul(ops, &L->wq, s->xn, n, NULL, s->q);
+        ops_matmul(ops, &L->wk, s->xn, n, NULL, k_new);
+        ops_matmul(ops, &L->wv, s->xn, n, NULL, v_new);
+        /* q/k norm + RoPE, then store K/V at each row's position */
+        for (int i = 0; i < n; i++) {
+            const int pos = rows[i].pos;
+            float *q = s->q + (size_t)i * qd, *k = k_new + (size_t)i * kvd;
+            for (int h = 0; h < nh; h++) {
+                ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->eps);
+                ops_rope_neox(q + h * hd, hd, pos, w->inv_freq);
+            }
+            for (int h = 0; h < nkv; h++) {
+                ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->eps);
+                ops_rope_neox(k + h * hd, hd, pos, w->inv_freq);
+            }
+            kv_cache *kc = rows[i].cache;
+            const size_t off = ((size_t)l * kc->cap + pos) * kvd;
+            memcpy(kc->k + off, k, sizeof(float) * kvd);
+            memcpy(kc->v + off, v_new + (size_t)i * kvd, sizeof(float) * kvd);
+        }
+        /* attention: row i attends to its cache positions 0..pos */
+        for (int i = 0; i < n; i++) {
+            const kv_cache *kc = rows[i].cache;
+            const int np = rows[i].pos + 1;
+            const float *K = kc->k + (size_t)l * kc->cap * kvd, *V = kc->v + (size_t)l * kc->cap * kvd;
+            for (int h = 0; h < nh; h++) {
+                const float *q = s->q + (size_t)i * qd + h * hd;
+                const int kh = h / group;
+                for (int j = 0; j < np; j++) {
+                    const float *kj = K + (size_t)j * kvd + kh * hd;
+                    float d = 0.0f;
+                    for (int t = 0; t < hd; t++) d += q[t] * kj[t];
+                    s->scores[j] = d * scale;
+                }
+                ops_softmax(s->scores, np);
+                float *o = s->att + (size_t)i * qd + h * hd;
+                for (int t = 0; t < hd; t++) o[t] = 0.0f;
+                for (int j = 0; j < np; j++) {
+                    const float p = s->scores[j];
+                    const float *vj = V + (size_t)j * kvd + kh * hd;
+                    for (int t = 0; t < hd; t++) o[t] += p * vj[t];
+                }
+            }
+        }
+        ops_matmul(ops, &L->wo, s->att, n, NULL, s->tmp);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
+        /* MLP */
+        for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->ffn_norm, H, c->eps);
+        ops_matmul(ops, &L->wgate, s->xn, n, NULL, s->h1);
+        ops_matmul(ops, &L->wup, s->xn, n, NULL, s->h2);
+        ops_swiglu(s->h1, s->h2, n * c->inter);
+        ops_matmul(ops, &L->wdown, s->h1, n, NULL, s->tmp);
+        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
+        if (on_layer) on_layer(l, x, n, user);
+    }
+}
+
+void tf_final_norm(const tf_weights *w, const float *x, float *y, int n) {
+    const int H = w->cfg.hidden;
+    for (int i = 0; i < n; i++) ops_rmsnorm(y + (size_t)i * H, x + (size_t)i * H, w->final_norm, H, w->cfg.eps);
+}
