@@ -167,6 +167,12 @@ typedef struct qtts_gen_params {
     int max_new_tokens;        /* talker tokens incl. the final one; default from
                                   generation_config.json (8192), else 2048 */
     uint64_t seed;             /* RNG seed; default 0 */
+    /* Fixed template ids used when text/instruction come as ids and the
+     * folder has no tokenizer (e.g. test checkpoints with a small vocabulary):
+     * id of "\n" and of "user"; -1 = from the tokenizer, else the Qwen
+     * vocabulary's 198 / 872. Default -1. */
+    int newline_id;
+    int user_id;
 } qtts_gen_params;
 
 /* Defaults for this model (sampling values from generation_config.json). */

@@ -109,6 +109,29 @@ qtts_status kv_cache_init(kv_cache *c, const tf_config *cfg, int cap, qtts_error
     return QTTS_OK;
 }
 
+qtts_status kv_cache_reserve(kv_cache *c, int cap, int keep, qtts_error *e) {
+    if (cap <= c->cap) return QTTS_OK;
+    const size_t n = (size_t)c->n_layers * cap * c->kv_dim;
+    float *k = malloc(sizeof(float) * n), *v = malloc(sizeof(float) * n);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory growing a KV cache to %d positions (%.1f MiB)", cap,
+                       2.0 * n * sizeof(float) / 1048576.0);
+    }
+    if (keep > c->cap) keep = c->cap;
+    for (int l = 0; l < c->n_layers && keep > 0; l++) {
+        memcpy(k + (size_t)l * cap * c->kv_dim, c->k + (size_t)l * c->cap * c->kv_dim, sizeof(float) * keep * c->kv_dim);
+        memcpy(v + (size_t)l * cap * c->kv_dim, c->v + (size_t)l * c->cap * c->kv_dim, sizeof(float) * keep * c->kv_dim);
+    }
+    free(c->k);
+    free(c->v);
+    c->k = k;
+    c->v = v;
+    c->cap = cap;
+    return QTTS_OK;
+}
+
 void kv_cache_free(kv_cache *c) {
     if (!c) return;
     free(c->k);

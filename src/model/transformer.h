@@ -69,6 +69,9 @@ void tf_free(tf_weights *w);
 
 qtts_status kv_cache_init(kv_cache *c, const tf_config *cfg, int cap, qtts_error *e);
 void kv_cache_free(kv_cache *c);
+/* Grow capacity to at least cap positions, keeping the first `keep` positions
+ * of every layer. Amortised: callers grow geometrically. */
+qtts_status kv_cache_reserve(kv_cache *c, int cap, int keep, qtts_error *e);
 
 qtts_status tf_scratch_init(tf_scratch *s, const tf_config *cfg, int max_rows, int max_pos, qtts_error *e);
 void tf_scratch_free(tf_scratch *s);

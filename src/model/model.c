@@ -1,0 +1,173 @@
+/* qtts_model: loading a checkpoint folder and describing it.
+ * Dataflow: config.json + generation_config.json -> model.safetensors (mmap,
+ * every tensor checked against the config) -> tokenizer (optional). */
+#include "model/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+qtts_model_params qtts_model_default_params(void) {
+    qtts_model_params p;
+    memset(&p, 0, sizeof p);
+    p.n_threads = 1;
+    p.weights = QTTS_WEIGHTS_NATIVE;
+    p.tokenizer_alt_regex = 0;
+    p.load_codec = 1;
+    return p;
+}
+
+void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...) {
+    if (!m || !m->params.log) return;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    m->params.log(level, buf, m->params.log_user);
+}
+
+static int file_exists(const char *dir, const char *name) {
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static qtts_status load_tokenizer(qtts_model *m, qtts_error *e) {
+    const int has_vocab = file_exists(m->dir, "vocab.json"), has_merges = file_exists(m->dir, "merges.txt");
+    if (!has_vocab || !has_merges) {
+        snprintf(m->tok_missing, sizeof m->tok_missing,
+                 "%s has no %s%s%s: text input needs the Qwen tokenizer files; copy vocab.json, merges.txt and "
+                 "tokenizer_config.json from the official checkpoint into it, or pass already-tokenized ids",
+                 m->dir, has_vocab ? "" : "vocab.json", !has_vocab && !has_merges ? " or " : "",
+                 has_merges ? "" : "merges.txt");
+        model_log(m, QTTS_LOG_INFO, "%s", m->tok_missing);
+        m->newline_id = 198;
+        return QTTS_OK;
+    }
+    qtts_status s = tok_load(&m->tok, m->dir, m->params.tokenizer_alt_regex, e);
+    if (s) return s;
+    int32_t *ids = NULL;
+    int n = 0;
+    s = tok_encode(m->tok, "\n", 1, &ids, &n, e);
+    if (s) return s;
+    m->newline_id = n == 1 ? ids[0] : 198;
+    free(ids);
+    return QTTS_OK;
+}
+
+static void count_weights(qtts_model *m) {
+    int64_t bf16 = 0, f32 = 0, f16 = 0;
+    for (int i = 0; i < m->st.n_tensors; i++) {
+        const st_tensor *t = &m->st.tensors[i];
+        m->n_params += t->n_elems;
+        m->weight_bytes += (int64_t)t->nbytes;
+        if (t->dtype == DT_BF16) bf16 += t->n_elems;
+        else if (t->dtype == DT_F32) f32 += t->n_elems;
+        else if (t->dtype == DT_F16) f16 += t->n_elems;
+    }
+    m->weight_dtype = bf16 >= f32 && bf16 >= f16 ? "BF16" : f32 >= f16 ? "F32" : "F16";
+}
+
+qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_params *params, char *errbuf,
+                            size_t errbuf_size) {
+    qtts_error e;
+    err_clear(&e);
+    if (out) *out = NULL;
+    if (errbuf && errbuf_size) errbuf[0] = 0;
+    qtts_status s = QTTS_OK;
+    qtts_model *m = NULL;
+    if (!out || !dir) {
+        s = err_set(&e, QTTS_ERR_INVALID_ARG, "qtts_model_load: out and dir must not be NULL");
+        goto fail;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->dir = strdup(dir))) {
+        s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    m->params = params ? *params : qtts_model_default_params();
+    if (m->params.n_threads < 1) {
+        s = err_set(&e, QTTS_ERR_INVALID_ARG, "n_threads must be >= 1 (got %d)", m->params.n_threads);
+        goto fail;
+    }
+    ops_init(&m->ops, m->params.n_threads, 0);
+    if ((s = config_load(&m->cfg, dir, &e))) goto fail;
+    if ((s = gen_config_load(&m->gen, dir, &e))) goto fail;
+    if ((s = st_open(&m->st, dir, &e))) goto fail;
+    if ((s = talker_load(&m->talker, &m->st, &m->cfg, &e)) || (s = cp_load(&m->cp, &m->st, &m->cfg, &e))) {
+        err_prefix(&e, "%s: ", dir);
+        goto fail;
+    }
+    if ((s = load_tokenizer(m, &e))) goto fail;
+    count_weights(m);
+    m->lang_list[m->n_lang_list++] = "auto";
+    for (int i = 0; i < m->cfg.n_langs; i++)
+        if (!strstr(m->cfg.langs[i].name, "dialect")) m->lang_list[m->n_lang_list++] = m->cfg.langs[i].name;
+    model_log(m, QTTS_LOG_INFO, "loaded %s (%s, %s): %lld parameters, %s, kernels %s", dir, m->cfg.type_name,
+              m->cfg.size_name, (long long)m->n_params, m->weight_dtype, m->ops.k->name);
+    *out = m;
+    return QTTS_OK;
+fail:
+    if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", e.msg);
+    qtts_model_free(m);
+    return s;
+}
+
+void qtts_model_free(qtts_model *m) {
+    if (!m) return;
+    talker_free(&m->talker);
+    cp_free(&m->cp);
+    tok_free(m->tok);
+    st_close(&m->st);
+    free(m->dir);
+    free(m);
+}
+
+void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
+    memset(info, 0, sizeof *info);
+    info->type = m->cfg.type;
+    info->type_name = m->cfg.type_name;
+    info->size_name = m->cfg.size_name;
+    info->hidden_size = m->cfg.talker.hidden;
+    info->n_layers = m->cfg.talker.n_layers;
+    info->cp_hidden_size = m->cfg.cp.hidden;
+    info->cp_n_layers = m->cfg.cp.n_layers;
+    info->n_code_groups = m->cfg.n_code_groups;
+    info->codebook_size = m->cfg.cp.vocab;
+    info->sample_rate_hz = 24000;
+    info->samples_per_frame = 1920;
+    info->has_tokenizer = m->tok != NULL;
+    info->has_codec = 0;
+    info->has_speaker_encoder = m->cfg.has_speaker_encoder;
+    info->n_params = m->n_params;
+    info->weight_bytes = m->weight_bytes;
+    info->weight_dtype = m->weight_dtype;
+}
+
+int qtts_model_n_speakers(const qtts_model *m) { return m->cfg.n_speakers; }
+const char *qtts_model_speaker(const qtts_model *m, int i) {
+    return i >= 0 && i < m->cfg.n_speakers ? m->cfg.speakers[i].name : NULL;
+}
+int qtts_model_n_languages(const qtts_model *m) { return m->n_lang_list; }
+const char *qtts_model_language(const qtts_model *m, int i) {
+    return i >= 0 && i < m->n_lang_list ? m->lang_list[i] : NULL;
+}
+const char *qtts_model_last_error(const qtts_model *m) { return m ? m->err : ""; }
+
+qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n, qtts_error *e) {
+    if (!m->tok) return err_set(e, QTTS_ERR_UNSUPPORTED, "%s", m->tok_missing);
+    return tok_encode(m->tok, text, strlen(text), ids, n, e);
+}
+
+qtts_status qtts_tokenize(qtts_model *m, const char *text, int32_t **ids, int *n_ids) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !text || !ids || !n_ids) return QTTS_ERR_INVALID_ARG;
+    qtts_status s = model_tokenize(m, text, ids, n_ids, &e);
+    if (s) snprintf(m->err, sizeof m->err, "%s", e.msg);
+    return s;
+}

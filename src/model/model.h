@@ -1,0 +1,41 @@
+/* Internal definition of qtts_model (immutable after load) and helpers shared
+ * by the library's files. Not part of the public API. */
+#ifndef QTTS_MODEL_MODEL_H
+#define QTTS_MODEL_MODEL_H
+
+#include "model/code_predictor.h"
+#include "model/config.h"
+#include "model/talker.h"
+#include "model/text_tokenizer.h"
+
+struct qtts_model {
+    char *dir;                 /* checkpoint folder */
+    qtts_model_params params;
+    qtts_config cfg;
+    gen_config gen;            /* generation_config.json */
+    st_set st;                 /* model.safetensors (mmap) */
+    ops_ctx ops;
+    talker_weights talker;
+    cp_weights cp;
+    text_tokenizer *tok;       /* NULL when the folder has no tokenizer files */
+    char tok_missing[512];     /* why tok is NULL */
+    int newline_id;            /* id of "\n" (198 in the Qwen vocabulary) */
+    int n_lang_list;           /* "auto" + user-selectable languages */
+    const char *lang_list[CFG_MAX_NAMES + 1];
+    int64_t n_params, weight_bytes;
+    const char *weight_dtype;
+    char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
+};
+
+/* Send a formatted message to the model's log callback (if any). */
+void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Tokenize with the model's tokenizer; QTTS_ERR_UNSUPPORTED with a clear
+ * message when the folder has no tokenizer files. */
+qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n, qtts_error *e);
+
+#endif
