@@ -1,0 +1,54 @@
+/* qtts command-line tool: shared option parsing and helpers.
+ * Exit codes (documented in --help): 0 ok, 2 usage, 3 model, 4 input, 5 I/O,
+ * 6 other runtime failure. */
+#ifndef QTTS_CLI_H
+#define QTTS_CLI_H
+
+#include <stdint.h>
+
+#include "qtts.h"
+
+enum { EXIT_OK = 0, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_INPUT = 4, EXIT_IO = 5, EXIT_RUNTIME = 6 };
+
+#define CLI_MAX_TEXT_BYTES (1 << 20) /* 1 MiB of text per run */
+
+typedef struct cli_opts {
+    const char *model_dir;
+    const char *text;        /* literal text */
+    const char *text_file;   /* file or "-" */
+    const char *text_ids;    /* "I I ..." */
+    const char *instruct;
+    const char *instruct_ids;
+    const char *speaker;
+    const char *language;
+    const char *text_mode;   /* streaming | non-streaming */
+    const char *dump_codes;
+    int greedy;
+    int have_seed;
+    uint64_t seed;
+    float temperature, top_p, rep_pen, cp_temperature, cp_top_p;
+    int top_k, cp_top_k, max_new_tokens;
+    int set_temperature, set_top_p, set_rep_pen, set_cp_temperature, set_cp_top_p, set_top_k, set_cp_top_k;
+    int newline_id, user_id;
+    int n_threads;
+    int quiet;
+    int alt_regex;
+} cli_opts;
+
+/* Parse argv[first..argc) into o. Returns 0 or an exit code (message printed). */
+int cli_parse(int argc, char **argv, int first, cli_opts *o);
+
+/* Read the text to speak according to o (literal, file or stdin): malloc'ed. */
+int cli_read_text(const cli_opts *o, char **text);
+
+/* Parse "I I I" into a malloc'ed id list. Returns 0 or EXIT_USAGE. */
+int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n);
+
+/* Map a library status to an exit code. */
+int cli_exit_code(qtts_status st);
+
+int cmd_speak(int argc, char **argv, int first);
+int cmd_tokenize(int argc, char **argv, int first);
+void cli_usage(void);
+
+#endif

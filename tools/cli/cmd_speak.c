@@ -1,0 +1,134 @@
+/* qtts speak: text -> codec frames (-> audio in later stages). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void log_stderr(qtts_log_level level, const char *msg, void *user) {
+    const int quiet = *(const int *)user;
+    if (level == QTTS_LOG_ERROR) fprintf(stderr, "qtts: error: %s\n", msg);
+    else if (level == QTTS_LOG_WARN && !quiet) fprintf(stderr, "qtts: warning: %s\n", msg);
+}
+
+typedef struct dump_ctx {
+    FILE *f;
+    int n_groups;
+    int io_error;
+} dump_ctx;
+
+static int on_frame(const int32_t *codes, int idx, void *user) {
+    dump_ctx *d = user;
+    if (!d->f) return 0;
+    for (int g = 0; g < d->n_groups; g++)
+        if (fprintf(d->f, g ? " %d" : "%d", codes[g]) < 0) d->io_error = 1;
+    if (fputc('\n', d->f) == EOF) d->io_error = 1;
+    return d->io_error; /* stop on a write failure */
+}
+
+int cmd_speak(int argc, char **argv, int first) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, first, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.model_dir) {
+        fprintf(stderr, "qtts: --model DIR is required (see qtts --help)\n");
+        return EXIT_USAGE;
+    }
+    const int n_src = !!o.text + !!o.text_file + !!o.text_ids;
+    if (n_src != 1) {
+        fprintf(stderr, "qtts: give exactly one of --text, --text-file, --text-ids\n");
+        return EXIT_USAGE;
+    }
+    if (o.instruct && o.instruct_ids) {
+        fprintf(stderr, "qtts: give --instruct or --instruct-ids, not both\n");
+        return EXIT_USAGE;
+    }
+    if (!o.dump_codes) {
+        fprintf(stderr, "qtts: nothing to write: give --dump-codes FILE\n");
+        return EXIT_USAGE;
+    }
+    char *text = NULL;
+    int32_t *text_ids = NULL, *instr_ids = NULL;
+    int n_text_ids = 0, n_instr_ids = 0;
+    qtts_model *m = NULL;
+    qtts_context *ctx = NULL;
+    dump_ctx d = {0};
+    if (o.text_ids) rc = cli_parse_ids(o.text_ids, "--text-ids", &text_ids, &n_text_ids);
+    else rc = cli_read_text(&o, &text);
+    if (!rc && o.instruct_ids) rc = cli_parse_ids(o.instruct_ids, "--instruct-ids", &instr_ids, &n_instr_ids);
+    if (rc) goto out;
+
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = o.n_threads;
+    mp.tokenizer_alt_regex = o.alt_regex;
+    mp.log = log_stderr;
+    mp.log_user = &o.quiet;
+    char err[1024];
+    qtts_status s = qtts_model_load(&m, o.model_dir, &mp, err, sizeof err);
+    if (s) {
+        fprintf(stderr, "qtts: %s\n", err);
+        rc = cli_exit_code(s);
+        goto out;
+    }
+    qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.text = text;
+    gp.text_ids = text_ids;
+    gp.n_text_ids = n_text_ids;
+    gp.instruct = o.instruct;
+    gp.instruct_ids = instr_ids;
+    gp.n_instruct_ids = n_instr_ids;
+    gp.speaker = o.speaker;
+    if (o.language) gp.language = o.language;
+    if (o.text_mode)
+        gp.text_mode = !strcmp(o.text_mode, "streaming") ? QTTS_TEXT_MODE_STREAMING : QTTS_TEXT_MODE_NON_STREAMING;
+    if (o.greedy) gp.talker.do_sample = gp.predictor.do_sample = 0;
+    if (o.have_seed) gp.seed = o.seed;
+    if (o.set_temperature) gp.talker.temperature = o.temperature;
+    if (o.set_top_k) gp.talker.top_k = o.top_k;
+    if (o.set_top_p) gp.talker.top_p = o.top_p;
+    if (o.set_rep_pen) gp.talker.repetition_penalty = o.rep_pen;
+    if (o.set_cp_temperature) gp.predictor.temperature = o.cp_temperature;
+    if (o.set_cp_top_k) gp.predictor.top_k = o.cp_top_k;
+    if (o.set_cp_top_p) gp.predictor.top_p = o.cp_top_p;
+    if (o.max_new_tokens) gp.max_new_tokens = o.max_new_tokens;
+    gp.newline_id = o.newline_id;
+    gp.user_id = o.user_id;
+
+    if ((s = qtts_context_new(m, NULL, &ctx))) {
+        fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));
+        rc = cli_exit_code(s);
+        goto out;
+    }
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    d.n_groups = info.n_code_groups;
+    d.f = !strcmp(o.dump_codes, "-") ? stdout : fopen(o.dump_codes, "w");
+    if (!d.f) {
+        fprintf(stderr, "qtts: cannot write %s\n", o.dump_codes);
+        rc = EXIT_IO;
+        goto out;
+    }
+    int n_frames = 0;
+    s = qtts_generate_codes(ctx, &gp, on_frame, &d, NULL, &n_frames);
+    if (d.f != stdout && fclose(d.f) != 0) d.io_error = 1;
+    d.f = NULL;
+    if (d.io_error) {
+        fprintf(stderr, "qtts: writing %s failed\n", o.dump_codes);
+        rc = EXIT_IO;
+        goto out;
+    }
+    if (s) {
+        fprintf(stderr, "qtts: %s\n", qtts_context_last_error(ctx));
+        rc = cli_exit_code(s);
+        goto out;
+    }
+    if (!o.quiet) fprintf(stderr, "qtts: %d frames (%.2f s of audio) written to %s\n", n_frames, n_frames * 0.08, o.dump_codes);
+    rc = 0;
+out:
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+    free(text);
+    free(text_ids);
+    free(instr_ids);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/* qtts: command-line front end of libqtts. Dispatches subcommands:
+ *   qtts [speak] --model DIR --text STR ...   text -> codec frames (and audio)
+ *   qtts tokenize --model DIR --text STR      text -> token ids */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_usage(void) {
+    printf(
+        "qtts: Qwen3-TTS text to speech in pure C\n"
+        "\n"
+        "usage: qtts [speak] --model DIR (--text STR | --text-file F | --text-ids \"I I ...\") [options]\n"
+        "       qtts tokenize --model DIR --text STR\n"
+        "\n"
+        "input:\n"
+        "  -m, --model DIR            checkpoint folder as published on Hugging Face (required)\n"
+        "  -t, --text STR             text to speak (UTF-8); \"-\" reads standard input\n"
+        "  --text-file F              read the text from file F (\"-\" = standard input); at most 1 MiB\n"
+        "  --text-ids \"I I ...\"       already-tokenized text: the ids between the chat template's fixed tokens\n"
+        "  --instruct STR             instruction / voice description (CustomVoice 1.7B, VoiceDesign)\n"
+        "  --instruct-ids \"I I ...\"   already-tokenized instruction\n"
+        "  --speaker NAME             preset speaker (CustomVoice models; see qtts voices)\n"
+        "  --language NAME|auto       language of the text (default: auto)\n"
+        "  --text-mode MODE           streaming | non-streaming (default: the official default of the model type:\n"
+        "                             non-streaming for CustomVoice and VoiceDesign, streaming for Base)\n"
+        "\n"
+        "sampling (defaults from the model's generation_config.json; official: sample, 0.9, 50, 1.0, 1.05):\n"
+        "  --greedy                   argmax for the talker and the code predictor (repetition penalty still applies)\n"
+        "  --seed N                   RNG seed (default 0); same seed + same build = same output\n"
+        "  --temperature X            talker temperature\n"
+        "  --top-k N                  talker top-k (0 = off)\n"
+        "  --top-p X                  talker top-p (1 = off)\n"
+        "  --repetition-penalty X     talker repetition penalty (1 = off)\n"
+        "  --cp-temperature X         code predictor temperature\n"
+        "  --cp-top-k N               code predictor top-k\n"
+        "  --cp-top-p X               code predictor top-p\n"
+        "  --max-new-tokens N         talker token limit (default: generation_config.json, 8192 in the\n"
+        "                             official checkpoints; at most N-1 frames are produced)\n"
+        "\n"
+        "output:\n"
+        "  --dump-codes FILE          write the frames to FILE: one line per frame, 16 codes, codebook 0 first\n"
+        "\n"
+        "other:\n"
+        "  --threads N                compute threads (default 1)\n"
+        "  --alt-regex                tokenizer: transformers-4.57 local-folder split regex instead of the stock Qwen2 one\n"
+        "  --newline-id N, --user-id N  template ids for checkpoints without tokenizer files whose vocabulary is not\n"
+        "                             Qwen's (default: from the tokenizer, else 198 / 872)\n"
+        "  -q, --quiet                no diagnostics on stderr except errors\n"
+        "  -h, --help                 this help\n"
+        "\n"
+        "exit codes: 0 ok, 2 usage error, 3 model error (missing/broken checkpoint), 4 input error (text, voice,\n"
+        "language), 5 I/O error, 6 other runtime failure\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        cli_usage();
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc, argv, 2);
+    if (!strcmp(argv[1], "speak")) return cmd_speak(argc, argv, 2);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        cli_usage();
+        return EXIT_OK;
+    }
+    return cmd_speak(argc, argv, 1);
+}
