@@ -67,7 +67,7 @@ int cmd_speak(int argc, char **argv, int first) {
     qtts_status s = qtts_model_load(&m, o.model_dir, &mp, err, sizeof err);
     if (s) {
         fprintf(stderr, "qtts: %s\n", err);
-        rc = cli_exit_code(s);
+        rc = s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
         goto out;
     }
     qtts_gen_params gp = qtts_gen_default_params(m);

@@ -23,7 +23,7 @@ int cmd_tokenize(int argc, char **argv, int first) {
     if (s) {
         fprintf(stderr, "qtts: %s\n", err);
         free(text);
-        return cli_exit_code(s);
+        return s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
     }
     int32_t *ids = NULL;
     int n = 0;
