@@ -1,0 +1,210 @@
+/* The qtts command-line tool run as a process: every text-to-codes golden run
+ * that needs no reference audio reproduces the official greedy codes through
+ * `qtts --dump-codes`, from ids (tiny-vocabulary cases) and from UTF-8 strings
+ * (e2e case); bad invocations exit with the documented code and a message. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "npy.h"
+#include "test.h"
+
+static char g_tmp[256];
+
+static const char *qtts_bin(void) {
+    static char b[512];
+    const char *d = getenv("BUILD");
+    snprintf(b, sizeof b, "%s/qtts", d && *d ? d : "build");
+    return b;
+}
+
+/* Shell-quote s into a static rotating buffer. */
+static const char *q(const char *s) {
+    static char bufs[8][8192];
+    static int k;
+    char *b = bufs[k++ & 7], *p = b;
+    *p++ = '\'';
+    for (; *s && p < b + sizeof bufs[0] - 8; s++) {
+        if (*s == '\'') {
+            memcpy(p, "'\\''", 4);
+            p += 4;
+        } else *p++ = *s;
+    }
+    *p++ = '\'';
+    *p = 0;
+    return b;
+}
+
+/* Run a shell command; returns the exit status, stderr captured to err. */
+static int run_cmd(const char *cmd, char *err, size_t n) {
+    char full[16384], errfile[300];
+    snprintf(errfile, sizeof errfile, "%s/stderr.txt", g_tmp);
+    snprintf(full, sizeof full, "%s 2>%s", cmd, errfile);
+    int st = system(full);
+    FILE *f = fopen(errfile, "rb");
+    size_t r = f ? fread(err, 1, n - 1, f) : 0;
+    err[r] = 0;
+    if (f) fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void ids_str(json_t *a, int from, int drop, char *out, size_t n) {
+    size_t k = 0;
+    out[0] = 0;
+    int len = (int)json_array_size(a);
+    for (int i = from; i < len - drop && k < n; i++)
+        k += snprintf(out + k, n - k, "%s%lld", i > from ? " " : "", (long long)json_integer_value(json_array_get(a, i)));
+}
+
+static int codes_match(const char *file, const char *golden, char *why, size_t n) {
+    npy_array a;
+    char err[512];
+    if (npy_load(golden, &a, err, sizeof err)) {
+        snprintf(why, n, "%.200s", err);
+        return 0;
+    }
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        snprintf(why, n, "no codes file");
+        npy_free(&a);
+        return 0;
+    }
+    long i = 0;
+    long long v;
+    int ok = 1;
+    while (fscanf(f, "%lld", &v) == 1) {
+        if (i >= a.n || v != a.i64[i]) {
+            ok = 0;
+            snprintf(why, n, "code %ld differs or is extra", i);
+            break;
+        }
+        i++;
+    }
+    if (ok && i != a.n) {
+        ok = 0;
+        snprintf(why, n, "%ld codes written, golden has %ld", i, a.n);
+    }
+    fclose(f);
+    npy_free(&a);
+    return ok;
+}
+
+static void golden_runs(const char *cs) {
+    json_error_t je;
+    json_t *prompts = json_load_file(test_path("golden/data/%s/inputs/prompts.json", cs), 0, &je);
+    if (!prompts) {
+        test_report(cs, 0, "cannot read prompts.json: %s", je.text);
+        return;
+    }
+    const char *run;
+    json_t *pj;
+    json_object_foreach(prompts, run, pj) {
+        const char *kind = json_string_value(json_object_get(pj, "kind"));
+        if (!kind || (strcmp(kind, "tts") && strcmp(kind, "e2e"))) continue;
+        char cmd[16384], ids[4096], iids[4096] = "", err[4096], codes[300], name[256];
+        snprintf(codes, sizeof codes, "%s/%s.codes", g_tmp, run);
+        json_t *in = json_object_get(pj, "input_ids"), *ins = json_object_get(pj, "instruct_ids");
+        json_t *spk = json_object_get(pj, "speaker"), *lang = json_object_get(pj, "language");
+        int k = snprintf(cmd, sizeof cmd, "%s --model %s --greedy --quiet --max-new-tokens %lld --repetition-penalty %g "
+                         "--language %s --text-mode %s --dump-codes %s",
+                         qtts_bin(), q(test_path("golden/data/%s", cs)),
+                         (long long)json_integer_value(json_object_get(pj, "max_new_tokens")),
+                         json_number_value(json_object_get(pj, "repetition_penalty")), json_string_value(lang),
+                         json_is_true(json_object_get(pj, "non_streaming_mode")) ? "non-streaming" : "streaming", codes);
+        if (json_is_string(spk)) k += snprintf(cmd + k, sizeof cmd - k, " --speaker %s", q(json_string_value(spk)));
+        if (!strcmp(kind, "e2e")) {
+            json_t *s = json_object_get(pj, "strings");
+            k += snprintf(cmd + k, sizeof cmd - k, " --text %s", q(json_string_value(json_object_get(s, "text"))));
+            if (json_object_get(s, "instruct"))
+                k += snprintf(cmd + k, sizeof cmd - k, " --instruct %s", q(json_string_value(json_object_get(s, "instruct"))));
+        } else {
+            ids_str(in, 3, 5, ids, sizeof ids);
+            k += snprintf(cmd + k, sizeof cmd - k, " --text-ids %s --newline-id %lld", q(ids),
+                          (long long)json_integer_value(json_array_get(in, 2)));
+            if (ins) {
+                ids_str(ins, 3, 2, iids, sizeof iids);
+                k += snprintf(cmd + k, sizeof cmd - k, " --instruct-ids %s --user-id %lld", q(iids),
+                              (long long)json_integer_value(json_array_get(ins, 1)));
+            }
+        }
+        int rc = run_cmd(cmd, err, sizeof err);
+        snprintf(name, sizeof name, "cli/%s/%s/exit0", cs, run);
+        test_report(name, rc == 0, "exit %d: %s", rc, err);
+        char why[256] = "";
+        snprintf(name, sizeof name, "cli/%s/%s/codes_exact", cs, run);
+        test_report(name, rc == 0 && codes_match(codes, test_path("golden/data/%s/golden/%s/codes.npy", cs, run), why, sizeof why),
+                    "%s", why);
+    }
+    json_decref(prompts);
+}
+
+/* A failing invocation: expected exit code and a substring of stderr. */
+static void expect_fail(const char *name, const char *args, int want_rc, const char *want_msg) {
+    char cmd[8192], err[8192];
+    snprintf(cmd, sizeof cmd, "%s %s", qtts_bin(), args);
+    int rc = run_cmd(cmd, err, sizeof err);
+    test_report(name, rc == want_rc && strstr(err, want_msg) != NULL, "exit %d (want %d), stderr: %s (want \"%s\")", rc,
+                want_rc, err, want_msg);
+}
+
+int main(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
+    if (!mkdtemp(g_tmp)) {
+        test_report("mkdtemp", 0, "cannot create a temp folder");
+        return test_finish();
+    }
+    golden_runs("custom_voice");
+    golden_runs("voice_design");
+    golden_runs("e2e_string");
+
+    char a[4096];
+    const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");
+    expect_fail("cli/usage/unknown_option", "--frobnicate", 2, "unknown option");
+    expect_fail("cli/usage/no_model", "--text hi --dump-codes /dev/null", 2, "--model");
+    snprintf(a, sizeof a, "--model %s/nope --text hi --dump-codes /dev/null", q(g_tmp));
+    expect_fail("cli/model/missing_folder", a, 3, "nope");
+    snprintf(a, sizeof a, "--model %s --text hello --dump-codes /dev/null", q(cv));
+    expect_fail("cli/model/no_tokenizer_text", a, 3, "vocab.json");
+    snprintf(a, sizeof a, "--model %s --text hello --speaker nobody --dump-codes /dev/null", q(e2e));
+    expect_fail("cli/input/unknown_speaker", a, 4, "vivian");
+    snprintf(a, sizeof a, "--model %s --text hello --speaker vivian --language klingon --dump-codes /dev/null", q(e2e));
+    expect_fail("cli/input/unknown_language", a, 4, "english");
+    snprintf(a, sizeof a, "--model %s --text '   ' --speaker vivian --dump-codes /dev/null", q(e2e));
+    expect_fail("cli/input/empty_text", a, 4, "empty text");
+    snprintf(a, sizeof a, "--model %s --text \"$(printf 'bad \\377 byte')\" --speaker vivian --dump-codes /dev/null", q(e2e));
+    expect_fail("cli/input/bad_utf8", a, 4, "UTF-8");
+    snprintf(a, sizeof a, "--model %s --text-ids '1 x 2' --dump-codes /dev/null", q(cv));
+    expect_fail("cli/usage/bad_ids", a, 2, "--text-ids");
+    snprintf(a, sizeof a, "--model %s --text-ids '1 2' --top-p 1.5 --dump-codes /dev/null", q(cv));
+    expect_fail("cli/usage/top_p_range", a, 2, "--top-p");
+    snprintf(a, sizeof a, "--model %s --text-ids '1 2' --speaker ryan --dump-codes %s/no/such/dir/x", q(cv), q(g_tmp));
+    expect_fail("cli/io/unwritable_output", a, 5, "cannot write");
+    /* tokenize */
+    char cmd[8192], err[4096], out[300];
+    snprintf(out, sizeof out, "%s/tok.txt", g_tmp);
+    snprintf(cmd, sizeof cmd, "%s tokenize --model %s --text %s > %s", qtts_bin(), q(e2e), q("Hello! It's 3:45 pm"), out);
+    int rc = run_cmd(cmd, err, sizeof err);
+    FILE *f = fopen(out, "r");
+    char line[512] = "";
+    if (f) {
+        if (!fgets(line, sizeof line, f)) line[0] = 0;
+        fclose(f);
+    }
+    test_report("cli/tokenize", rc == 0 && !strcmp(line, "9707 0 1084 594 220 18 25 19 20 8836\n"), "exit %d, got %s", rc, line);
+    /* stdin text */
+    snprintf(cmd, sizeof cmd, "printf 'Hello! It' | %s tokenize --model %s --text-file - > %s", qtts_bin(), q(e2e), out);
+    rc = run_cmd(cmd, err, sizeof err);
+    f = fopen(out, "r");
+    line[0] = 0;
+    if (f) {
+        if (!fgets(line, sizeof line, f)) line[0] = 0;
+        fclose(f);
+    }
+    test_report("cli/tokenize_stdin", rc == 0 && !strcmp(line, "9707 0 1084\n"), "exit %d, got %s", rc, line);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", q(g_tmp));
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", g_tmp);
+    return test_finish();
+}
