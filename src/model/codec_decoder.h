@@ -1,0 +1,82 @@
+/* Speech-tokenizer decoder (Qwen3-TTS-Tokenizer-12Hz "decoder.*"): codes
+ * [T][16] at 12.5 Hz -> 24 kHz mono PCM, 1920 samples per frame.
+ * Dataflow: split-RVQ dequantise -> causal pre_conv -> sliding-window
+ * pre-transformer -> 2 x (transposed conv + ConvNeXt) -> causal conv ->
+ * 4 x SnakeBeta vocoder blocks -> SnakeBeta + causal conv -> clamp.
+ * Must match Qwen3TTSTokenizerV2Decoder (QwenLM/Qwen3-TTS,
+ * qwen_tts/core/tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py).
+ *
+ * Every op is causal, so decoding is exactly streamable: a codec_stream carries
+ * the attention window and every convolution's left context, and any split of
+ * the frames into chunks produces the same bits as one pass (same build).
+ * codec_decoder is immutable after load and may be shared by many streams on
+ * many threads; a codec_stream belongs to one thread at a time. */
+#ifndef QTTS_MODEL_CODEC_DECODER_H
+#define QTTS_MODEL_CODEC_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct codec_decoder codec_decoder; /* immutable weights, shared by streams */
+typedef struct codec_stream codec_stream;   /* per-stream state: attention window, conv tails */
+
+/* Load dir/config.json (decoder_config) and dir/model.safetensors (decoder.*,
+ * F32, F16 or BF16). dir is the model's speech_tokenizer/ folder. Every tensor
+ * is checked for presence, float dtype and the shape the config implies.
+ * On success *out is owned by the caller: free with codec_decoder_free. */
+qtts_status codec_decoder_load(codec_decoder **out, const char *dir, qtts_error *e);
+void codec_decoder_free(codec_decoder *d); /* accepts NULL */
+
+int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
+int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */
+int codec_decoder_codebook_size(const codec_decoder *d);     /* 2048 */
+int codec_decoder_sample_rate_hz(const codec_decoder *d);    /* 24000 */
+
+/* New stream at position 0 (silence history). Owned by the caller: free with
+ * codec_stream_free. The stream borrows d, which must outlive it. */
+qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_error *e);
+/* Back to position 0: forget all history (keeps the scratch buffers). */
+void codec_stream_reset(codec_stream *s);
+void codec_stream_free(codec_stream *s); /* accepts NULL */
+
+/* Decode n_frames >= 0 frames codes[n_frames][n_codebooks] (codebook 0 first)
+ * and write exactly n_frames * samples_per_frame samples to pcm. Each code must
+ * lie in [0, codebook_size): otherwise QTTS_ERR_INPUT and the stream is left
+ * unchanged. Scratch grows only when a chunk larger than any before arrives
+ * (up to an internal cap; larger requests are processed in pieces), so steady
+ * streaming allocates nothing. */
+qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
+
+/* Frames decoded since creation or the last reset. */
+int64_t codec_stream_position_frames(const codec_stream *s);
+
+/* Optional stage trace, for tests: called during codec_stream_decode with a
+ * stage name and that stage's output for the current chunk as
+ * data[c * stride + t], c < channels, t < steps. data is borrowed for the
+ * call. Stage names match the golden dec_* files: "quantizer_out",
+ * "pre_conv_out", "pre_transformer_out", "upsample0_out", "upsample1_out",
+ * "decoder0_out" .. "decoder6_out" (decoder6 is before the final clamp). */
+typedef void (*codec_trace_fn)(const char *stage, const float *data, int channels, int steps, int stride,
+                               void *user);
+void codec_stream_set_trace(codec_stream *s, codec_trace_fn fn, void *user);
+
+/* Whole utterance: a fresh stream over all frames. pcm holds
+ * n_frames * samples_per_frame samples. Same bits as any chunked stream. */
+qtts_status codec_decode(const codec_decoder *d, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
+
+/* Test hook: decode one chunk of n_frames frames on s, starting after
+ * `stage` (a trace name) whose output is given as in[c * T + t] (channel-
+ * major, T = that stage's steps for n_frames). Later stages run and are
+ * traced as usual; this isolates one stage's arithmetic from the rounding of
+ * the stages before it. Meant for a fresh stream. */
+qtts_status codec_stream_decode_from_stage(codec_stream *s, const char *stage, const float *in, int n_frames,
+                                           float *pcm, qtts_error *e);
+
+/* ICL (voice clone): the official wrapper decodes cat(ref_codes, codes) and
+ * drops the first int(ref_frames / max(total_frames, 1) * n_samples) samples,
+ * evaluated in double as Python does. Returns that count. */
+size_t codec_icl_cut_samples(int ref_frames, int total_frames, size_t n_samples);
+
+#endif
