@@ -201,6 +201,70 @@ qtts_status qtts_generate_codes(qtts_context *ctx, const qtts_gen_params *params
                                 qtts_frame_fn on_frame, void *user,
                                 int32_t **codes_out, int *n_frames);
 
+/* ---------------------------------------------------------------- audio */
+
+typedef struct qtts_audio_params {
+    int first_chunk_frames; /* frames in the first audio chunk (>= 1); smaller = earlier first
+                               audio; default 1 (80 ms) */
+    int chunk_frames;       /* frames per audio chunk after the first (>= 1); default 4 (320 ms) */
+    int overlap;            /* 1 = decode audio in a worker thread while later frames are
+                               generated (same samples either way); default 1 */
+} qtts_audio_params;
+
+qtts_audio_params qtts_audio_default_params(void);
+
+/* Receives each chunk of 24 kHz mono PCM in [-1, 1] as soon as it is decoded.
+ * pcm is borrowed for the duration of the call. Calls are serialised (never
+ * concurrent) but, with overlap = 1, come from the context's worker thread.
+ * Return non-zero to stop synthesis cleanly (qtts_synthesize then returns
+ * QTTS_ERR_CANCELLED; the audio delivered so far stays valid). */
+typedef int (*qtts_audio_fn)(const float *pcm, size_t n_samples, void *user);
+
+/* Text to speech: generates frames and decodes them to audio. Chunks go to
+ * on_audio (may be NULL) and, if pcm_out is not NULL, the whole waveform is
+ * also returned in a malloc'ed buffer the caller frees with free().
+ * The samples are identical whatever the chunk sizes (exact streaming decode).
+ * For ICL voice cloning the reference part is cut as the official wrapper
+ * does; see docs/API.md for the one-sample detail of streamed ICL output. */
+qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *params, const qtts_audio_params *audio,
+                            qtts_audio_fn on_audio, void *user, float **pcm_out, size_t *n_samples);
+
+/* Decode saved codes [n_frames][16] to audio (whole utterance). *pcm is
+ * malloc'ed; the caller frees it with free(). */
+qtts_status qtts_decode_codes(qtts_context *ctx, const int32_t *codes, int n_frames, float **pcm, size_t *n_samples);
+
+/* ---------------------------------------------------------------- audio files */
+
+typedef enum qtts_file_format {
+    QTTS_FILE_WAV = 0,  /* RIFF WAVE */
+    QTTS_FILE_FLAC = 1, /* FLAC (integer samples only) */
+    QTTS_FILE_RAW = 2   /* headerless little-endian PCM */
+} qtts_file_format;
+
+typedef enum qtts_sample_format {
+    QTTS_SAMPLE_S16 = 0, /* 16-bit signed integer */
+    QTTS_SAMPLE_F32 = 1  /* 32-bit IEEE float (WAV and raw only) */
+} qtts_sample_format;
+
+typedef struct qtts_audio_writer qtts_audio_writer;
+
+/* Format implied by a file name's extension (.wav, .flac, .raw/.pcm); returns
+ * -1 when unknown. */
+int qtts_file_format_from_path(const char *path);
+
+/* Open an audio file for writing (path "-" = standard output, raw only).
+ * The file is valid after every write (its header is updated as it grows),
+ * so another program can read it while it is being written.
+ * Free with qtts_audio_writer_close, which finalises it. */
+qtts_status qtts_audio_writer_open(qtts_audio_writer **out, const char *path, qtts_file_format format,
+                                   qtts_sample_format sample_format, int sample_rate_hz, char *errbuf,
+                                   size_t errbuf_size);
+/* Append n samples (clipped to [-1, 1] for integer formats); flushes. */
+qtts_status qtts_audio_writer_write(qtts_audio_writer *w, const float *pcm, size_t n);
+/* Finalise and free; accepts NULL. Returns QTTS_ERR_IO if finalising failed. */
+qtts_status qtts_audio_writer_close(qtts_audio_writer *w);
+const char *qtts_audio_writer_last_error(const qtts_audio_writer *w);
+
 #ifdef __cplusplus
 }
 #endif

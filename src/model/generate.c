@@ -57,6 +57,7 @@ qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, q
         c->hist = malloc(sizeof(int32_t) * c->hist_cap);
         if (!c->x || !c->y || !c->c0e || !c->logits || !c->hist) s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
     }
+    if (!s && m->codec) s = codec_stream_new(m->codec, &c->codec, &e);
     if (s) {
         snprintf(m->err, sizeof m->err, "%s", e.msg);
         qtts_context_free(c);
@@ -72,6 +73,7 @@ void qtts_context_free(qtts_context *c) {
     tf_scratch_free(&c->scratch);
     cp_state_free(&c->cp);
     sampler_free(&c->rng);
+    codec_stream_free(c->codec);
     free(c->x);
     free(c->y);
     free(c->c0e);

@@ -37,6 +37,7 @@ struct qtts_context {
     float *logits;         /* [V] */
     int32_t *hist;         /* [hist_cap] generated codebook-0 tokens */
     int hist_cap;
+    codec_stream *codec;   /* audio decoder state; NULL when the model has no codec */
     const gen_trace *trace;
     char err[QTTS_ERROR_MSG_MAX];
 };

@@ -103,6 +103,11 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         goto fail;
     }
     if ((s = load_tokenizer(m, &e))) goto fail;
+    if (m->params.load_codec) {
+        char sdir[4096];
+        snprintf(sdir, sizeof sdir, "%s/speech_tokenizer", dir);
+        if ((s = codec_decoder_load(&m->codec, sdir, &e))) goto fail;
+    }
     count_weights(m);
     m->lang_list[m->n_lang_list++] = "auto";
     for (int i = 0; i < m->cfg.n_langs; i++)
@@ -122,6 +127,7 @@ void qtts_model_free(qtts_model *m) {
     talker_free(&m->talker);
     cp_free(&m->cp);
     tok_free(m->tok);
+    codec_decoder_free(m->codec);
     st_close(&m->st);
     free(m->dir);
     free(m);
@@ -141,7 +147,7 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->sample_rate_hz = 24000;
     info->samples_per_frame = 1920;
     info->has_tokenizer = m->tok != NULL;
-    info->has_codec = 0;
+    info->has_codec = m->codec != NULL;
     info->has_speaker_encoder = m->cfg.has_speaker_encoder;
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;

@@ -4,6 +4,7 @@
 #define QTTS_MODEL_MODEL_H
 
 #include "model/code_predictor.h"
+#include "model/codec_decoder.h"
 #include "model/config.h"
 #include "model/talker.h"
 #include "model/text_tokenizer.h"
@@ -18,6 +19,7 @@ struct qtts_model {
     talker_weights talker;
     cp_weights cp;
     text_tokenizer *tok;       /* NULL when the folder has no tokenizer files */
+    codec_decoder *codec;      /* speech_tokenizer/ decoder; NULL if not loaded */
     char tok_missing[512];     /* why tok is NULL */
     int newline_id;            /* id of "\n" (198 in the Qwen vocabulary) */
     int n_lang_list;           /* "auto" + user-selectable languages */
