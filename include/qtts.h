@@ -209,6 +209,9 @@ typedef struct qtts_audio_params {
     int chunk_frames;       /* frames per audio chunk after the first (>= 1); default 4 (320 ms) */
     int overlap;            /* 1 = decode audio in a worker thread while later frames are
                                generated (same samples either way); default 1 */
+    qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
+                               return non-zero to stop; default NULL */
+    void *frame_user;       /* passed to on_frame; default NULL */
 } qtts_audio_params;
 
 qtts_audio_params qtts_audio_default_params(void);

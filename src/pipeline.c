@@ -18,6 +18,8 @@ qtts_audio_params qtts_audio_default_params(void) {
     p.first_chunk_frames = 1;
     p.chunk_frames = 4;
     p.overlap = 1;
+    p.on_frame = NULL;
+    p.frame_user = NULL;
     return p;
 }
 
@@ -41,7 +43,9 @@ typedef struct synth {
     size_t n_out, cap_out;
     int want_out;
     qtts_status st;           /* consumer status */
-    qtts_error err;
+    qtts_error err;           /* consumer error (written by the consumer only) */
+    qtts_status pst;          /* producer-side status (frame callback, queue) */
+    qtts_error perr;          /* producer-side error (written by the producer only) */
 } synth;
 
 static qtts_status append_out(synth *s, const float *pcm, size_t n) {
@@ -102,14 +106,17 @@ static void *consumer(void *arg) {
 
 static int on_frame(const int32_t *codes, int idx, void *arg) {
     synth *s = arg;
+    if (s->ap->on_frame && s->ap->on_frame(codes, idx, s->ap->frame_user)) {
+        s->pst = err_set(&s->perr, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", idx);
+        return 1;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->n_frames == s->cap) {
         int cap = s->cap * 2;
         int32_t *f = realloc(s->frames, sizeof(int32_t) * cap * s->G);
         if (!f) {
-            s->st = err_set(&s->err, QTTS_ERR_NOMEM, "out of memory queueing frames");
-            s->stop = 1;
             pthread_mutex_unlock(&s->mu);
+            s->pst = err_set(&s->perr, QTTS_ERR_NOMEM, "out of memory queueing frames");
             return 1;
         }
         s->frames = f;
@@ -214,6 +221,9 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
     if (s.st) { /* the consumer's own failure or stop wins over the generator's cancel */
         st = s.st;
         e = s.err;
+    } else if (s.pst) {
+        st = s.pst;
+        e = s.perr;
     } else if (gst) {
         st = gst;
         snprintf(e.msg, sizeof e.msg, "%s", ctx->err);

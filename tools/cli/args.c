@@ -66,6 +66,27 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
             o->text_mode = v;
         }
         else if (!strcmp(a, "--dump-codes")) { NEED(); o->dump_codes = v; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) { NEED(); o->output = v; }
+        else if (!strcmp(a, "--codes")) { NEED(); o->codes_file = v; }
+        else if (!strcmp(a, "--format")) {
+            NEED();
+            if (strcmp(v, "wav") && strcmp(v, "flac") && strcmp(v, "raw")) {
+                fprintf(stderr, "qtts: --format must be wav, flac or raw, got \"%s\"\n", v);
+                return EXIT_USAGE;
+            }
+            o->format = v;
+        }
+        else if (!strcmp(a, "--sample-format")) {
+            NEED();
+            if (strcmp(v, "s16") && strcmp(v, "f32")) {
+                fprintf(stderr, "qtts: --sample-format must be s16 or f32, got \"%s\"\n", v);
+                return EXIT_USAGE;
+            }
+            o->sample_format = v;
+        }
+        else if (!strcmp(a, "--stdout")) o->to_stdout = 1;
+        else if (!strcmp(a, "--stream")) o->stream = 1;
+        else if (!strcmp(a, "--chunk-frames")) { NEED(); rc = parse_int(a, v, 1, 4096, &o->chunk_frames); }
         else if (!strcmp(a, "--greedy")) o->greedy = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--alt-regex")) o->alt_regex = 1;
@@ -190,6 +211,59 @@ int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n) {
     *ids = v;
     *n = k;
     return 0;
+}
+
+int cli_audio_open(const cli_opts *o, cli_audio_out *out) {
+    memset(out, 0, sizeof *out);
+    if (o->to_stdout && o->output) {
+        fprintf(stderr, "qtts: give -o FILE or --stdout, not both\n");
+        return EXIT_USAGE;
+    }
+    if (!o->to_stdout && !o->output) return 0;
+    int fmt;
+    if (o->to_stdout) {
+        if (o->format && strcmp(o->format, "raw")) {
+            fprintf(stderr, "qtts: --stdout writes raw PCM; --format %s needs -o FILE\n", o->format);
+            return EXIT_USAGE;
+        }
+        fmt = QTTS_FILE_RAW;
+    } else if (o->format) {
+        fmt = !strcmp(o->format, "wav") ? QTTS_FILE_WAV : !strcmp(o->format, "flac") ? QTTS_FILE_FLAC : QTTS_FILE_RAW;
+    } else {
+        fmt = qtts_file_format_from_path(o->output);
+        if (fmt < 0) {
+            fprintf(stderr, "qtts: cannot tell the format of %s from its extension; use .wav, .flac or .raw, or --format\n",
+                    o->output);
+            return EXIT_USAGE;
+        }
+    }
+    const qtts_sample_format sf = o->sample_format && !strcmp(o->sample_format, "f32") ? QTTS_SAMPLE_F32 : QTTS_SAMPLE_S16;
+    char err[1024];
+    qtts_status st = qtts_audio_writer_open(&out->w, o->to_stdout ? "-" : o->output, (qtts_file_format)fmt, sf, 24000,
+                                            err, sizeof err);
+    if (st) {
+        fprintf(stderr, "qtts: %s\n", err);
+        return st == QTTS_ERR_IO ? EXIT_IO : EXIT_USAGE;
+    }
+    out->name = o->to_stdout ? "standard output" : o->output;
+    return 0;
+}
+
+int cli_audio_write(cli_audio_out *out, const float *pcm, size_t n) {
+    if (!out->w || out->failed) return out->failed;
+    if (qtts_audio_writer_write(out->w, pcm, n)) {
+        fprintf(stderr, "qtts: %s\n", qtts_audio_writer_last_error(out->w));
+        out->failed = 1;
+    }
+    return out->failed;
+}
+
+int cli_audio_close(cli_audio_out *out) {
+    if (!out->w) return out->failed ? EXIT_IO : 0;
+    qtts_status st = qtts_audio_writer_close(out->w);
+    out->w = NULL;
+    if (st) fprintf(stderr, "qtts: finishing %s failed\n", out->name);
+    return st || out->failed ? EXIT_IO : 0;
 }
 
 int cli_exit_code(qtts_status st) {

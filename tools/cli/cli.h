@@ -23,6 +23,13 @@ typedef struct cli_opts {
     const char *language;
     const char *text_mode;   /* streaming | non-streaming */
     const char *dump_codes;
+    const char *output;      /* -o FILE */
+    const char *format;      /* wav | flac | raw */
+    const char *sample_format; /* s16 | f32 */
+    const char *codes_file;  /* qtts decode --codes FILE */
+    int to_stdout;           /* raw PCM to standard output */
+    int stream;              /* write audio as it is generated */
+    int chunk_frames;        /* 0 = library default */
     int greedy;
     int have_seed;
     uint64_t seed;
@@ -49,6 +56,17 @@ int cli_exit_code(qtts_status st);
 
 int cmd_speak(int argc, char **argv, int first);
 int cmd_tokenize(int argc, char **argv, int first);
+int cmd_decode(int argc, char **argv, int first);
+
+/* Audio output chosen by -o/--format/--sample-format/--stdout. */
+typedef struct cli_audio_out {
+    qtts_audio_writer *w;
+    const char *name;  /* file name or "standard output" */
+    int failed;
+} cli_audio_out;
+int cli_audio_open(const cli_opts *o, cli_audio_out *out);
+int cli_audio_write(cli_audio_out *out, const float *pcm, size_t n);
+int cli_audio_close(cli_audio_out *out);
 void cli_usage(void);
 
 #endif

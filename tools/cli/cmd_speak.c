@@ -26,6 +26,16 @@ static int on_frame(const int32_t *codes, int idx, void *user) {
     return d->io_error; /* stop on a write failure */
 }
 
+typedef struct audio_sink {
+    cli_audio_out *out;
+    int stream;
+} audio_sink;
+
+static int on_audio(const float *pcm, size_t n, void *user) {
+    audio_sink *a = user;
+    return a->stream ? cli_audio_write(a->out, pcm, n) : 0;
+}
+
 int cmd_speak(int argc, char **argv, int first) {
     cli_opts o;
     int rc = cli_parse(argc, argv, first, &o);
@@ -43,16 +53,20 @@ int cmd_speak(int argc, char **argv, int first) {
         fprintf(stderr, "qtts: give --instruct or --instruct-ids, not both\n");
         return EXIT_USAGE;
     }
-    if (!o.dump_codes) {
-        fprintf(stderr, "qtts: nothing to write: give --dump-codes FILE\n");
+    if (!o.dump_codes && !o.output && !o.to_stdout) {
+        fprintf(stderr, "qtts: nothing to write: give -o FILE, --stdout or --dump-codes FILE\n");
         return EXIT_USAGE;
     }
+    const int want_audio = o.output || o.to_stdout;
     char *text = NULL;
     int32_t *text_ids = NULL, *instr_ids = NULL;
     int n_text_ids = 0, n_instr_ids = 0;
     qtts_model *m = NULL;
     qtts_context *ctx = NULL;
     dump_ctx d = {0};
+    cli_audio_out ao;
+    memset(&ao, 0, sizeof ao);
+    float *pcm = NULL;
     if (o.text_ids) rc = cli_parse_ids(o.text_ids, "--text-ids", &text_ids, &n_text_ids);
     else rc = cli_read_text(&o, &text);
     if (!rc && o.instruct_ids) rc = cli_parse_ids(o.instruct_ids, "--instruct-ids", &instr_ids, &n_instr_ids);
@@ -61,6 +75,7 @@ int cmd_speak(int argc, char **argv, int first) {
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o.n_threads;
     mp.tokenizer_alt_regex = o.alt_regex;
+    mp.load_codec = want_audio;
     mp.log = log_stderr;
     mp.log_user = &o.quiet;
     char err[1024];
@@ -102,29 +117,60 @@ int cmd_speak(int argc, char **argv, int first) {
     qtts_model_info info;
     qtts_model_get_info(m, &info);
     d.n_groups = info.n_code_groups;
-    d.f = !strcmp(o.dump_codes, "-") ? stdout : fopen(o.dump_codes, "w");
-    if (!d.f) {
-        fprintf(stderr, "qtts: cannot write %s\n", o.dump_codes);
-        rc = EXIT_IO;
-        goto out;
+    if (o.dump_codes) {
+        d.f = !strcmp(o.dump_codes, "-") ? stdout : fopen(o.dump_codes, "w");
+        if (!d.f) {
+            fprintf(stderr, "qtts: cannot write %s\n", o.dump_codes);
+            rc = EXIT_IO;
+            goto out;
+        }
+        if (d.f == stdout && o.to_stdout) {
+            fprintf(stderr, "qtts: --dump-codes - and --stdout cannot share standard output\n");
+            d.f = NULL;
+            rc = EXIT_USAGE;
+            goto out;
+        }
     }
+    if ((rc = cli_audio_open(&o, &ao))) goto out;
     int n_frames = 0;
-    s = qtts_generate_codes(ctx, &gp, on_frame, &d, NULL, &n_frames);
-    if (d.f != stdout && fclose(d.f) != 0) d.io_error = 1;
+    size_t n_samples = 0;
+    if (want_audio) {
+        qtts_audio_params ap = qtts_audio_default_params();
+        if (o.chunk_frames) ap.chunk_frames = o.chunk_frames;
+        ap.on_frame = on_frame;
+        ap.frame_user = &d;
+        audio_sink sink = {&ao, o.stream || o.to_stdout};
+        s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
+        if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
+        n_frames = (int)(n_samples / (size_t)info.samples_per_frame);
+    } else {
+        s = qtts_generate_codes(ctx, &gp, on_frame, &d, NULL, &n_frames);
+    }
+    if (d.f && d.f != stdout && fclose(d.f) != 0) d.io_error = 1;
     d.f = NULL;
+    int wrc = cli_audio_close(&ao);
     if (d.io_error) {
         fprintf(stderr, "qtts: writing %s failed\n", o.dump_codes);
         rc = EXIT_IO;
         goto out;
     }
     if (s) {
-        fprintf(stderr, "qtts: %s\n", qtts_context_last_error(ctx));
-        rc = cli_exit_code(s);
+        if (!(s == QTTS_ERR_CANCELLED && ao.failed)) fprintf(stderr, "qtts: %s\n", qtts_context_last_error(ctx));
+        rc = ao.failed ? EXIT_IO : cli_exit_code(s);
         goto out;
     }
-    if (!o.quiet) fprintf(stderr, "qtts: %d frames (%.2f s of audio) written to %s\n", n_frames, n_frames * 0.08, o.dump_codes);
+    if (wrc) {
+        rc = wrc;
+        goto out;
+    }
+    if (!o.quiet)
+        fprintf(stderr, "qtts: %.2f s of audio (%s)%s%s\n", n_samples ? n_samples / 24000.0 : n_frames * 0.08,
+                want_audio ? ao.name : "codes only", o.dump_codes ? ", codes in " : "", o.dump_codes ? o.dump_codes : "");
     rc = 0;
 out:
+    if (d.f && d.f != stdout) fclose(d.f);
+    if (ao.w) cli_audio_close(&ao);
+    free(pcm);
     qtts_context_free(ctx);
     qtts_model_free(m);
     free(text);

@@ -11,7 +11,8 @@ void cli_usage(void) {
         "qtts: Qwen3-TTS text to speech in pure C\n"
         "\n"
         "usage: qtts [speak] --model DIR (--text STR | --text-file F | --text-ids \"I I ...\") [options]\n"
-        "       qtts tokenize --model DIR --text STR\n"
+        "       qtts decode --model DIR --codes FILE (-o OUT | --stdout)   saved codes -> audio\n"
+        "       qtts tokenize --model DIR --text STR                        print token ids\n"
         "\n"
         "input:\n"
         "  -m, --model DIR            checkpoint folder as published on Hugging Face (required)\n"
@@ -38,7 +39,13 @@ void cli_usage(void) {
         "  --max-new-tokens N         talker token limit (default: generation_config.json, 8192 in the\n"
         "                             official checkpoints; at most N-1 frames are produced)\n"
         "\n"
-        "output:\n"
+        "output (at least one of -o, --stdout, --dump-codes):\n"
+        "  -o, --output FILE          write audio (24 kHz mono); format from the extension: .wav .flac .raw\n"
+        "  --format wav|flac|raw      override the format implied by the extension\n"
+        "  --sample-format s16|f32    sample format (default s16; f32 for WAV and raw only)\n"
+        "  --stdout                   raw PCM (s16le by default) to standard output, each chunk as soon as decoded\n"
+        "  --stream                   write the file while generating: it grows chunk by chunk and is valid throughout\n"
+        "  --chunk-frames N           frames per audio chunk after the first (default 4 = 320 ms; the first is 1)\n"
         "  --dump-codes FILE          write the frames to FILE: one line per frame, 16 codes, codebook 0 first\n"
         "\n"
         "other:\n"
@@ -60,6 +67,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc, argv, 2);
     if (!strcmp(argv[1], "speak")) return cmd_speak(argc, argv, 2);
+    if (!strcmp(argv[1], "decode")) return cmd_decode(argc, argv, 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         cli_usage();
         return EXIT_OK;

@@ -1,0 +1,120 @@
+/* qtts decode: a codes file (the --dump-codes format: one frame per line, 16
+ * integers, codebook 0 first) to audio. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Parse the codes file; returns 0 or an exit code (message printed). */
+static int read_codes(const char *path, int G, int32_t **codes, int *n_frames) {
+    FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "qtts: cannot open codes file %s: %s\n", path, strerror(errno));
+        return EXIT_IO;
+    }
+    int cap = 256, n = 0, line_no = 0, rc = 0;
+    int32_t *v = malloc(sizeof(int32_t) * cap * G);
+    char line[4096];
+    while (v && fgets(line, sizeof line, f)) {
+        line_no++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            fprintf(stderr, "qtts: %s line %d is too long\n", path, line_no);
+            rc = EXIT_INPUT;
+            break;
+        }
+        char *p = line;
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p || *p == '#') continue;
+        if (n == cap) {
+            cap *= 2;
+            int32_t *nv = realloc(v, sizeof(int32_t) * cap * G);
+            if (!nv) break;
+            v = nv;
+        }
+        int k = 0;
+        for (;;) {
+            while (*p == ' ' || *p == '\t' || *p == ',') p++;
+            if (!*p || *p == '\n' || *p == '\r') break;
+            char *end;
+            errno = 0;
+            long x = strtol(p, &end, 10);
+            if (end == p || errno || k >= G) {
+                k = -1;
+                break;
+            }
+            v[(size_t)n * G + k++] = (int32_t)x;
+            p = end;
+        }
+        if (k != G) {
+            fprintf(stderr, "qtts: %s line %d: expected %d integers (one frame, codebook 0 first)\n", path, line_no, G);
+            rc = EXIT_INPUT;
+            break;
+        }
+        n++;
+    }
+    if (f != stdin) fclose(f);
+    if (!v) return EXIT_RUNTIME;
+    if (!rc && n == 0) {
+        fprintf(stderr, "qtts: %s holds no frames\n", path);
+        rc = EXIT_INPUT;
+    }
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *codes = v;
+    *n_frames = n;
+    return 0;
+}
+
+int cmd_decode(int argc, char **argv, int first) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, first, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.model_dir || !o.codes_file || (!o.output && !o.to_stdout)) {
+        fprintf(stderr, "qtts decode: needs --model DIR --codes FILE and -o OUT (or --stdout)\n");
+        return EXIT_USAGE;
+    }
+    qtts_model_params mp = qtts_model_default_params();
+    qtts_model *m = NULL;
+    qtts_context *ctx = NULL;
+    int32_t *codes = NULL;
+    float *pcm = NULL;
+    size_t n = 0;
+    int n_frames = 0;
+    cli_audio_out ao;
+    memset(&ao, 0, sizeof ao);
+    char err[1024];
+    qtts_status s = qtts_model_load(&m, o.model_dir, &mp, err, sizeof err);
+    if (s) {
+        fprintf(stderr, "qtts: %s\n", err);
+        return s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
+    }
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    if ((rc = read_codes(o.codes_file, info.n_code_groups, &codes, &n_frames))) goto out;
+    if ((s = qtts_context_new(m, NULL, &ctx))) {
+        fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));
+        rc = cli_exit_code(s);
+        goto out;
+    }
+    if ((s = qtts_decode_codes(ctx, codes, n_frames, &pcm, &n))) {
+        fprintf(stderr, "qtts: %s: %s\n", o.codes_file, qtts_context_last_error(ctx));
+        rc = cli_exit_code(s);
+        goto out;
+    }
+    if ((rc = cli_audio_open(&o, &ao))) goto out;
+    cli_audio_write(&ao, pcm, n);
+    if ((rc = cli_audio_close(&ao))) goto out;
+    if (!o.quiet) fprintf(stderr, "qtts: %d frames -> %.2f s of audio (%s)\n", n_frames, n / 24000.0, ao.name);
+out:
+    if (ao.w) cli_audio_close(&ao);
+    free(codes);
+    free(pcm);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+    return rc;
+}
