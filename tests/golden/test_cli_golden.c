@@ -3,11 +3,14 @@
  * `qtts --dump-codes`, from ids (tiny-vocabulary cases) and from UTF-8 strings
  * (e2e case); bad invocations exit with the documented code and a message. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <sndfile.h>
 
 #include "npy.h"
 #include "test.h"
@@ -150,6 +153,130 @@ static void expect_fail(const char *name, const char *args, int want_rc, const c
                 want_rc, err, want_msg);
 }
 
+/* Read a sound file with libsndfile: rate, frames, format; samples as float. */
+static int read_sound(const char *path, SF_INFO *info, float **pcm) {
+    memset(info, 0, sizeof *info);
+    SNDFILE *f = sf_open(path, SFM_READ, info);
+    if (!f) return 0;
+    *pcm = malloc(sizeof(float) * (info->frames + 1));
+    sf_count_t r = sf_readf_float(f, *pcm, info->frames);
+    sf_close(f);
+    return r == info->frames;
+}
+
+static long file_size(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fclose(f);
+    return n;
+}
+
+/* Audio output: every format, streaming, stdout, decode. */
+static void audio_tests(void) {
+    char cmd[8192], err[4096], path[512], path2[512];
+    const char *e2e = test_path("golden/data/e2e_string");
+    const char *base = "--speaker vivian --language english --greedy --quiet --text-mode non-streaming";
+    const char *text = "Hello! It's 3:45 pm, are you ready? Let's go.";
+    npy_array wave = {0};
+    npy_load(test_path("golden/data/e2e_string/golden/e2e_noinstruct_vivian_nonstream/waveform.npy"), &wave, err, sizeof err);
+    struct { const char *ext, *extra; int sf_major, sf_sub; double tol; } fmts[] = {
+        {"wav", "", SF_FORMAT_WAV, SF_FORMAT_PCM_16, 1.0 / 32767 + 1e-4},
+        {"wav", "--sample-format f32", SF_FORMAT_WAV, SF_FORMAT_FLOAT, 1e-4},
+        {"flac", "", SF_FORMAT_FLAC, SF_FORMAT_PCM_16, 1.0 / 32767 + 1e-4},
+    };
+    for (int i = 0; i < 3; i++) {
+        for (int stream = 0; stream <= 1; stream++) {
+            snprintf(path, sizeof path, "%s/out%d_%d.%s", g_tmp, i, stream, fmts[i].ext);
+            snprintf(cmd, sizeof cmd, "%s --model %s --text %s %s %s %s -o %s", qtts_bin(), q(e2e), q(text), base,
+                     fmts[i].extra, stream ? "--stream --chunk-frames 3" : "", path);
+            int rc = run_cmd(cmd, err, sizeof err);
+            SF_INFO info;
+            float *pcm = NULL;
+            int ok = rc == 0 && read_sound(path, &info, &pcm);
+            double mabs = INFINITY;
+            if (ok && info.frames == wave.n) rel_err(pcm, wave.f32, wave.n, &mabs);
+            char name[128];
+            snprintf(name, sizeof name, "cli/audio/%s%s%s", fmts[i].ext, fmts[i].extra[0] ? "_f32" : "", stream ? "_stream" : "");
+            test_report(name, ok && info.samplerate == 24000 && info.channels == 1 && info.frames == wave.n &&
+                                  (info.format & SF_FORMAT_TYPEMASK) == fmts[i].sf_major &&
+                                  (info.format & SF_FORMAT_SUBMASK) == fmts[i].sf_sub && mabs <= fmts[i].tol,
+                        "exit %d (%s), rate %d, frames %lld (want %ld), format %x, max|d| %.3g", rc, err, info.samplerate,
+                        (long long)info.frames, wave.n, info.format, mabs);
+            free(pcm);
+        }
+    }
+    /* soxi (Debian sox) reads the WAV with the right rate, length and encoding */
+    snprintf(path, sizeof path, "%s/out0_0.wav", g_tmp);
+    if (system("command -v soxi >/dev/null 2>&1") == 0) {
+        char out[512];
+        snprintf(out, sizeof out, "%s/soxi.txt", g_tmp);
+        snprintf(cmd, sizeof cmd, "soxi -r %s > %s && soxi -s %s >> %s && soxi -b %s >> %s", path, out, path, out, path, out);
+        int rc = run_cmd(cmd, err, sizeof err);
+        FILE *f = fopen(out, "r");
+        long r = 0, n = 0, b = 0;
+        int got = f ? fscanf(f, "%ld %ld %ld", &r, &n, &b) : 0;
+        if (f) fclose(f);
+        test_report("cli/audio/soxi", rc == 0 && got == 3 && r == 24000 && n == wave.n && b == 16,
+                    "exit %d, rate %ld, samples %ld, bits %ld", rc, r, n, b);
+    } else {
+        test_skip("cli/audio/soxi", "soxi not installed (apt-get install sox)");
+    }
+    /* raw PCM on stdout: 2 bytes per sample, equal to the WAV's samples */
+    snprintf(path2, sizeof path2, "%s/out.raw", g_tmp);
+    snprintf(cmd, sizeof cmd, "%s --model %s --text %s %s --stdout --chunk-frames 2 > %s", qtts_bin(), q(e2e), q(text),
+             base, path2);
+    int rc = run_cmd(cmd, err, sizeof err);
+    long raw_n = file_size(path2);
+    int same = 0;
+    if (rc == 0 && raw_n == 2 * wave.n) {
+        SF_INFO info;
+        float *pcm = NULL;
+        if (read_sound(path, &info, &pcm)) {
+            FILE *f = fopen(path2, "rb");
+            same = 1;
+            for (long i = 0; i < wave.n && same; i++) {
+                int lo = fgetc(f), hi = fgetc(f);
+                int16_t v = (int16_t)(lo | (hi << 8));
+                if (fabsf(v / 32767.0f - pcm[i]) > 1.5f / 32767) same = 0;
+            }
+            fclose(f);
+        }
+        free(pcm);
+    }
+    test_report("cli/audio/stdout_raw", same, "exit %d (%s), %ld bytes (want %ld)", rc, err, raw_n, 2 * wave.n);
+    /* decode: saved codes -> the golden waveform */
+    snprintf(path, sizeof path, "%s/dec.codes", g_tmp);
+    snprintf(path2, sizeof path2, "%s/dec.wav", g_tmp);
+    snprintf(cmd, sizeof cmd, "%s --model %s --text %s %s --dump-codes %s && %s decode --model %s --codes %s -o %s "
+             "--sample-format f32 --quiet", qtts_bin(), q(e2e), q(text), base, path, qtts_bin(), q(e2e), path, path2);
+    rc = run_cmd(cmd, err, sizeof err);
+    SF_INFO info;
+    float *pcm = NULL;
+    double mabs = INFINITY;
+    if (rc == 0 && read_sound(path2, &info, &pcm) && info.frames == wave.n) rel_err(pcm, wave.f32, wave.n, &mabs);
+    test_report("cli/decode", rc == 0 && mabs <= 1e-4, "exit %d (%s), max|d| %.3g", rc, err, mabs);
+    free(pcm);
+    /* bad codes files */
+    FILE *f = fopen(path, "w");
+    fprintf(f, "1 2 3\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "--model %s --codes %s -o %s", q(e2e), path, path2);
+    char dcmd[8200];
+    snprintf(dcmd, sizeof dcmd, "decode %s", cmd);
+    expect_fail("cli/decode/short_line", dcmd, 4, "line 1");
+    f = fopen(path, "w");
+    fprintf(f, "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 99999\n");
+    fclose(f);
+    expect_fail("cli/decode/code_out_of_range", dcmd, 4, "99999");
+    snprintf(cmd, sizeof cmd, "--model %s --text hi --speaker vivian -o %s/x.mp4", q(e2e), g_tmp);
+    expect_fail("cli/audio/unknown_extension", cmd, 2, "extension");
+    snprintf(cmd, sizeof cmd, "--model %s --text hi --speaker vivian -o %s/x.flac --sample-format f32", q(e2e), g_tmp);
+    expect_fail("cli/audio/flac_f32", cmd, 2, "FLAC");
+    npy_free(&wave);
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -159,6 +286,7 @@ int main(void) {
     golden_runs("custom_voice");
     golden_runs("voice_design");
     golden_runs("e2e_string");
+    audio_tests();
 
     char a[4096];
     const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");
