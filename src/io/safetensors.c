@@ -267,6 +267,7 @@ done:
 }
 
 qtts_status st_open(st_set *s, const char *path, qtts_error *e) {
+    memset(s, 0, sizeof *s);
     struct stat sb;
     if (stat(path, &sb) != 0) return err_set(e, QTTS_ERR_IO, "%s: %s", path, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) return st_open_file(s, path, e);
