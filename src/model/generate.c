@@ -187,6 +187,10 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_reque
         return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs reference codes and the reference transcript");
     if (p->ref_codes && !p->xvector)
         return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning also needs the reference x-vector");
+    if (cfg->type == QTTS_MODEL_BASE && !p->xvector)
+        return err_set(e, QTTS_ERR_INPUT,
+                       "a Base model speaks in a cloned voice: give a reference recording (x-vector, optionally with "
+                       "reference codes and transcript) or a saved voice");
     r->in.xvector = p->xvector;
     r->in.ref_codes = p->ref_codes;
     r->in.n_ref_frames = p->ref_codes ? p->n_ref_frames : 0;

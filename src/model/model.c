@@ -107,6 +107,22 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         char sdir[4096];
         snprintf(sdir, sizeof sdir, "%s/speech_tokenizer", dir);
         if ((s = codec_decoder_load(&m->codec, sdir, &e))) goto fail;
+        if (m->cfg.type == QTTS_MODEL_BASE && (s = codec_encoder_load(&m->codec_enc, sdir, &e))) goto fail;
+    }
+    if (m->cfg.type == QTTS_MODEL_BASE) {
+        char cfile[4096];
+        snprintf(cfile, sizeof cfile, "%s/config.json", dir);
+        speaker_encoder_config sc = speaker_encoder_default_config(m->cfg.talker.hidden);
+        if ((s = speaker_encoder_config_from_file(&sc, cfile, &e)) ||
+            (s = speaker_encoder_load_config(&m->spk_enc, &m->st, &sc, m->params.n_threads, &e))) {
+            err_prefix(&e, "%s: speaker encoder: ", dir);
+            goto fail;
+        }
+        if (sc.enc_dim != m->cfg.talker.hidden) {
+            s = err_set(&e, QTTS_ERR_MODEL, "%s: speaker_encoder_config.enc_dim %d differs from the talker width %d", cfile,
+                        sc.enc_dim, m->cfg.talker.hidden);
+            goto fail;
+        }
     }
     count_weights(m);
     m->lang_list[m->n_lang_list++] = "auto";
@@ -128,6 +144,8 @@ void qtts_model_free(qtts_model *m) {
     cp_free(&m->cp);
     tok_free(m->tok);
     codec_decoder_free(m->codec);
+    codec_encoder_free(m->codec_enc);
+    speaker_encoder_free(m->spk_enc);
     st_close(&m->st);
     free(m->dir);
     free(m);
@@ -148,7 +166,7 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->samples_per_frame = 1920;
     info->has_tokenizer = m->tok != NULL;
     info->has_codec = m->codec != NULL;
-    info->has_speaker_encoder = m->cfg.has_speaker_encoder;
+    info->has_speaker_encoder = m->spk_enc != NULL;
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
     info->weight_dtype = m->weight_dtype;

@@ -5,6 +5,8 @@
 
 #include "model/code_predictor.h"
 #include "model/codec_decoder.h"
+#include "model/codec_encoder.h"
+#include "model/speaker_encoder.h"
 #include "model/config.h"
 #include "model/talker.h"
 #include "model/text_tokenizer.h"
@@ -20,6 +22,8 @@ struct qtts_model {
     cp_weights cp;
     text_tokenizer *tok;       /* NULL when the folder has no tokenizer files */
     codec_decoder *codec;      /* speech_tokenizer/ decoder; NULL if not loaded */
+    codec_encoder *codec_enc;  /* speech_tokenizer/ encoder (Base, ICL cloning); NULL otherwise */
+    speaker_encoder *spk_enc;  /* x-vector encoder (Base); NULL otherwise */
     char tok_missing[512];     /* why tok is NULL */
     int newline_id;            /* id of "\n" (198 in the Qwen vocabulary) */
     int n_lang_list;           /* "auto" + user-selectable languages */
