@@ -42,9 +42,24 @@ TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 .PHONY: all test debug debug-test clean deps
 all: $(BUILD)/libqtts.a $(BUILD)/qtts
 
+# Per-ISA kernel files get their instruction-set flags; everything else is
+# built for the baseline ISA, and ops_dispatch picks a kernel at run time.
+ARCH := $(shell uname -m)
+ISA_avx2   := -mavx2 -mfma -mf16c
+ISA_avx512 := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma -mf16c
+ifneq ($(ARCH),x86_64)
+LIB_SRC := $(filter-out %_avx2.c %_avx512.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+endif
+ifneq ($(ARCH),aarch64)
+LIB_SRC := $(filter-out %_neon.c,$(LIB_SRC))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+endif
+isa_flags = $(if $(filter %_avx2.c,$<),$(ISA_avx2),$(if $(filter %_avx512.c,$<),$(ISA_avx512)))
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(isa_flags) -MMD -MP -c $< -o $@
 
 $(BUILD)/libqtts.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

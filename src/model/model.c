@@ -147,6 +147,7 @@ void qtts_model_free(qtts_model *m) {
     codec_encoder_free(m->codec_enc);
     speaker_encoder_free(m->spk_enc);
     st_close(&m->st);
+    ops_free(&m->ops);
     free(m->dir);
     free(m);
 }

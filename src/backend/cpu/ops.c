@@ -9,6 +9,8 @@ void ops_init(ops_ctx *ctx, int n_threads, int force_scalar) {
     ctx->n_threads = n_threads < 1 ? 1 : n_threads;
 }
 
+void ops_free(ops_ctx *ctx) { (void)ctx; }
+
 void ops_get_row(const qt_mat *W, int r, float *out) {
     const size_t off = (size_t)r * W->cols;
     switch (W->dtype) {

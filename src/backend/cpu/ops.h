@@ -38,6 +38,9 @@ struct ops_ctx {
 /* Initialise with the best kernels for this CPU (force_scalar = 1: reference). */
 void ops_init(ops_ctx *ctx, int n_threads, int force_scalar);
 
+/* Release what ops_init set up (worker threads); accepts a zeroed ctx. */
+void ops_free(ops_ctx *ctx);
+
 /* The scalar reference kernels (always built). */
 const ops_kernels *ops_kernels_scalar(void);
 
