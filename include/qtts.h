@@ -173,7 +173,22 @@ typedef struct qtts_gen_params {
      * vocabulary's 198 / 872. Default -1. */
     int newline_id;
     int user_id;
+    /* Runaway guard: stop a piece that has not ended after 50 + 8 x (its text
+     * tokens) frames (about 2.5x a normal speaking rate), keep the audio so far
+     * and report QTTS_STOP_LENGTH_CAP with a warning. 0 = off (max_new_tokens
+     * still applies). Default 1. */
+    int auto_length_cap;
 } qtts_gen_params;
+
+/* Why the last generation (the last piece) ended. */
+typedef enum qtts_stop_reason {
+    QTTS_STOP_NONE = 0,       /* nothing generated yet, or an error */
+    QTTS_STOP_EOS = 1,        /* the model ended the utterance */
+    QTTS_STOP_MAX_TOKENS = 2, /* max_new_tokens reached */
+    QTTS_STOP_LENGTH_CAP = 3, /* the automatic length cap fired (see auto_length_cap) */
+    QTTS_STOP_CONTEXT_FULL = 4, /* the context (n_ctx) is full */
+    QTTS_STOP_CANCELLED = 5   /* a callback asked to stop */
+} qtts_stop_reason;
 
 /* Defaults for this model (sampling values from generation_config.json). */
 qtts_gen_params qtts_gen_default_params(const qtts_model *model);
@@ -194,6 +209,11 @@ qtts_status qtts_context_new(qtts_model *model, const qtts_context_params *param
 void qtts_context_free(qtts_context *ctx);
 const char *qtts_context_last_error(const qtts_context *ctx);
 
+/* How the last generation on this context ended, and how many pieces of the
+ * last qtts_synthesize call were stopped by the automatic length cap. */
+qtts_stop_reason qtts_context_stop_reason(const qtts_context *ctx);
+int qtts_context_n_capped_pieces(const qtts_context *ctx);
+
 /* Generates codec frames for one utterance. Frames go to on_frame as they are
  * made (may be NULL) and, if codes_out is not NULL, are also collected into a
  * malloc'ed [*n_frames][16] array that the caller frees with free(). */
@@ -212,6 +232,17 @@ typedef struct qtts_audio_params {
     qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
                                return non-zero to stop; default NULL */
     void *frame_user;       /* passed to on_frame; default NULL */
+    int split_text;         /* 1 = text longer than max_piece_chars is split at sentence
+                               boundaries and spoken piece by piece with the same voice and
+                               settings (piece i uses seed + i), joined by short pauses; the
+                               KV cache and memory stay bounded by one piece. Default 1 */
+    int max_piece_chars;    /* longest piece in characters (>= 16); default 300 */
+    int sentence_pause_ms;  /* silence between pieces; default 300 */
+    int paragraph_pause_ms; /* silence after a paragraph (blank line); default 700 */
+    /* Optional: called before each piece (index from 0, count, the piece's
+     * UTF-8 text, borrowed). Return non-zero to stop. Default NULL. */
+    int (*on_piece)(int piece, int n_pieces, const char *text, void *user);
+    void *piece_user;       /* passed to on_piece; default NULL */
 } qtts_audio_params;
 
 qtts_audio_params qtts_audio_default_params(void);

@@ -1,33 +1,68 @@
-/* The synthesis pipeline: text -> frames (generate.c) -> audio (codec decoder),
- * with generation and decoding overlapped. Dataflow: the generating thread
- * appends each frame to a shared queue; a worker thread takes chunks of
- * first_chunk_frames, then chunk_frames, decodes them on the context's codec
- * stream and hands the PCM to the caller. The codec stream is exact, so the
- * chunking never changes a sample. For ICL voice cloning the stream is first
- * primed with the reference frames (their audio is not delivered), which is
- * the official "decode reference + generated, then cut" without re-decoding. */
+/* The synthesis pipeline: text -> pieces (text/split.c) -> frames
+ * (generate.c) -> audio (codec decoder), with generation and decoding
+ * overlapped. Per piece, the generating thread appends each frame to a queue;
+ * a worker thread takes chunks of first_chunk_frames, then chunk_frames,
+ * decodes them on the context's codec stream and hands the PCM to the sink
+ * (caller callback and/or the collected waveform). The codec stream is exact,
+ * so the chunking never changes a sample. For ICL voice cloning the stream is
+ * first primed with the reference frames (their audio is not delivered): the
+ * official "decode reference + generated, then cut" without decoding twice. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/generate.h"
+#include "text/split.h"
 
 qtts_audio_params qtts_audio_default_params(void) {
     qtts_audio_params p;
+    memset(&p, 0, sizeof p);
     p.first_chunk_frames = 1;
     p.chunk_frames = 4;
     p.overlap = 1;
-    p.on_frame = NULL;
-    p.frame_user = NULL;
+    p.split_text = 1;
+    p.max_piece_chars = 300;
+    p.sentence_pause_ms = 300;
+    p.paragraph_pause_ms = 700;
     return p;
+}
+
+/* Where audio goes: the caller's callback and/or a growing buffer. Used by one
+ * thread at a time (the worker during a piece, the caller between pieces). */
+typedef struct sink {
+    qtts_audio_fn on_audio;
+    void *user;
+    int collect;
+    float *out;
+    size_t n_out, cap_out;
+    size_t n_delivered;   /* samples given to on_audio */
+} sink;
+
+static qtts_status sink_put(sink *k, const float *pcm, size_t n, qtts_error *e) {
+    if (k->collect) {
+        if (k->n_out + n > k->cap_out) {
+            size_t cap = k->cap_out ? k->cap_out : 1 << 16;
+            while (cap < k->n_out + n) cap *= 2;
+            float *o = realloc(k->out, sizeof(float) * cap);
+            if (!o) return err_set(e, QTTS_ERR_NOMEM, "out of memory collecting audio");
+            k->out = o;
+            k->cap_out = cap;
+        }
+        memcpy(k->out + k->n_out, pcm, sizeof(float) * n);
+        k->n_out += n;
+    }
+    k->n_delivered += n;
+    if (k->on_audio && n && k->on_audio(pcm, n, k->user))
+        return err_set(e, QTTS_ERR_CANCELLED, "stopped by the audio callback after %.2f s of audio",
+                       k->n_delivered / 24000.0);
+    return QTTS_OK;
 }
 
 typedef struct synth {
     qtts_context *ctx;
     const qtts_audio_params *ap;
-    qtts_audio_fn on_audio;
-    void *user;
+    sink *snk;
     int G, spf;               /* codes per frame, samples per frame */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -39,39 +74,18 @@ typedef struct synth {
     int32_t *chunk;           /* [max chunk][G] consumer copy */
     float *pcm;               /* [max chunk * spf] consumer scratch */
     int max_chunk;
-    float *out;               /* whole waveform (optional) */
-    size_t n_out, cap_out;
-    int want_out;
     qtts_status st;           /* consumer status */
     qtts_error err;           /* consumer error (written by the consumer only) */
     qtts_status pst;          /* producer-side status (frame callback, queue) */
     qtts_error perr;          /* producer-side error (written by the producer only) */
 } synth;
 
-static qtts_status append_out(synth *s, const float *pcm, size_t n) {
-    if (s->n_out + n > s->cap_out) {
-        size_t cap = s->cap_out ? s->cap_out : 1 << 16;
-        while (cap < s->n_out + n) cap *= 2;
-        float *o = realloc(s->out, sizeof(float) * cap);
-        if (!o) return err_set(&s->err, QTTS_ERR_NOMEM, "out of memory collecting audio");
-        s->out = o;
-        s->cap_out = cap;
-    }
-    memcpy(s->out + s->n_out, pcm, sizeof(float) * n);
-    s->n_out += n;
-    return QTTS_OK;
-}
-
 /* Decode and deliver k frames already copied to s->chunk. */
 static qtts_status deliver(synth *s, int k) {
     qtts_status st = codec_stream_decode(s->ctx->codec, s->chunk, k, s->pcm, &s->err);
     if (st) return st;
-    const size_t n = (size_t)k * s->spf;
     s->n_decoded += k;
-    if (s->want_out && (st = append_out(s, s->pcm, n))) return st;
-    if (s->on_audio && s->on_audio(s->pcm, n, s->user))
-        return err_set(&s->err, QTTS_ERR_CANCELLED, "stopped by the audio callback after %d frames", s->n_decoded);
-    return QTTS_OK;
+    return sink_put(s->snk, s->pcm, (size_t)k * s->spf, &s->err);
 }
 
 static int next_chunk_size(const synth *s) {
@@ -138,10 +152,105 @@ static int on_frame(const int32_t *codes, int idx, void *arg) {
     return 0;
 }
 
+/* One piece: prime (ICL), generate with overlapped decoding, flush. Sets
+ * *ref_last to the last reference sample (ICL) for the official cut. */
+static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, const qtts_audio_params *ap, sink *snk,
+                               int *n_frames_out, float *ref_last, qtts_error *e) {
+    const qtts_model *m = ctx->model;
+    synth s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    s.ap = ap;
+    s.snk = snk;
+    s.G = m->cfg.n_code_groups;
+    s.spf = codec_decoder_samples_per_frame(m->codec);
+    s.cap = 256;
+    s.max_chunk = ap->first_chunk_frames > ap->chunk_frames ? ap->first_chunk_frames : ap->chunk_frames;
+    s.frames = malloc(sizeof(int32_t) * s.cap * s.G);
+    s.chunk = malloc(sizeof(int32_t) * s.max_chunk * s.G);
+    s.pcm = malloc(sizeof(float) * (size_t)s.max_chunk * s.spf);
+    qtts_status st = QTTS_OK;
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    if (!s.frames || !s.chunk || !s.pcm) {
+        st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    codec_stream_reset(ctx->codec);
+    if (gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
+        float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * s.spf);
+        if (!tmp) {
+            st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st = codec_stream_decode(ctx->codec, gp->ref_codes, gp->n_ref_frames, tmp, e);
+        if (!st && ref_last) *ref_last = tmp[(size_t)gp->n_ref_frames * s.spf - 1];
+        free(tmp);
+        if (st) goto done;
+    }
+    qtts_audio_params local = *ap;
+    s.ap = &local;
+    pthread_t th;
+    int have_thread = 0;
+    if (local.overlap) {
+        if (pthread_create(&th, NULL, consumer, &s) != 0) local.overlap = 0;
+        else have_thread = 1;
+    }
+    int n_frames = 0;
+    qtts_status gst = qtts_generate_codes(ctx, gp, on_frame, &s, NULL, &n_frames);
+    pthread_mutex_lock(&s.mu);
+    s.done = 1;
+    pthread_cond_signal(&s.cv);
+    pthread_mutex_unlock(&s.mu);
+    if (have_thread) pthread_join(th, NULL);
+    else
+        while (!s.st && s.n_frames > s.n_decoded) {
+            int c = next_chunk_size(&s), k = s.n_frames - s.n_decoded;
+            if (c > k) c = k;
+            memcpy(s.chunk, s.frames + (size_t)s.n_decoded * s.G, sizeof(int32_t) * c * s.G);
+            s.st = deliver(&s, c);
+        }
+    if (s.st) { /* the consumer's own failure or stop wins over the generator's cancel */
+        st = s.st;
+        *e = s.err;
+    } else if (s.pst) {
+        st = s.pst;
+        *e = s.perr;
+    } else if (gst) {
+        st = gst;
+        snprintf(e->msg, sizeof e->msg, "%s", ctx->err);
+    }
+    if (n_frames_out) *n_frames_out = s.n_frames;
+done:
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    free(s.frames);
+    free(s.chunk);
+    free(s.pcm);
+    return st;
+}
+
 static qtts_status validate_audio(const qtts_audio_params *ap, qtts_error *e) {
     if (ap->first_chunk_frames < 1 || ap->chunk_frames < 1 || ap->first_chunk_frames > 4096 || ap->chunk_frames > 4096)
         return err_set(e, QTTS_ERR_INVALID_ARG, "chunk sizes must be in [1, 4096] frames (got first %d, then %d)",
                        ap->first_chunk_frames, ap->chunk_frames);
+    if (ap->split_text && ap->max_piece_chars < 16)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "max_piece_chars must be >= 16 (got %d)", ap->max_piece_chars);
+    if (ap->sentence_pause_ms < 0 || ap->paragraph_pause_ms < 0 || ap->sentence_pause_ms > 10000 ||
+        ap->paragraph_pause_ms > 10000)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "pauses must be in [0, 10000] ms");
+    return QTTS_OK;
+}
+
+static qtts_status put_silence(sink *k, int ms, qtts_error *e) {
+    static const float zeros[1024];
+    size_t n = (size_t)ms * 24;
+    while (n) {
+        size_t c = n < 1024 ? n : 1024;
+        qtts_status st = sink_put(k, zeros, c, e);
+        if (st) return st;
+        n -= c;
+    }
     return QTTS_OK;
 }
 
@@ -155,107 +264,79 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
     err_clear(&e);
     qtts_status st = QTTS_OK;
     const qtts_model *m = ctx->model;
+    sink snk = {on_audio, user, pcm_out != NULL, NULL, 0, 0, 0};
+    text_piece *pieces = NULL;
+    int n_pieces = 1;
+    char *piece_text = NULL;
+    ctx->n_capped = 0;
+    ctx->stop_reason = QTTS_STOP_NONE;
     if (!ctx->codec) {
         st = err_set(&e, QTTS_ERR_UNSUPPORTED,
                      "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
-        goto out_err;
+        goto out;
     }
-    if ((st = validate_audio(&ap, &e))) goto out_err;
-    synth s;
-    memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.ap = &ap;
-    s.on_audio = on_audio;
-    s.user = user;
-    s.G = m->cfg.n_code_groups;
-    s.spf = codec_decoder_samples_per_frame(m->codec);
-    s.want_out = pcm_out != NULL;
-    s.cap = 256;
-    s.max_chunk = ap.first_chunk_frames > ap.chunk_frames ? ap.first_chunk_frames : ap.chunk_frames;
-    s.frames = malloc(sizeof(int32_t) * s.cap * s.G);
-    s.chunk = malloc(sizeof(int32_t) * s.max_chunk * s.G);
-    s.pcm = malloc(sizeof(float) * (size_t)s.max_chunk * s.spf);
-    pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
-    float ref_last = 0.0f; /* last sample of the reference span (ICL) */
-    if (!s.frames || !s.chunk || !s.pcm) {
-        st = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    codec_stream_reset(ctx->codec);
-    if (gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
-        /* prime the decoder with the reference frames; their audio is not delivered */
-        float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * s.spf);
-        if (!tmp) {
+    if ((st = validate_audio(&ap, &e))) goto out;
+    if (gp->text && !gp->text_ids && ap.split_text) {
+        text_split_params tp = {ap.max_piece_chars, ap.sentence_pause_ms, ap.paragraph_pause_ms};
+        if ((st = text_split(gp->text, strlen(gp->text), &tp, &pieces, &n_pieces, &e))) goto out;
+        if (n_pieces == 0) {
+            st = err_set(&e, QTTS_ERR_INPUT, "empty text: nothing to say");
+            goto out;
+        }
+        piece_text = malloc(strlen(gp->text) + 1);
+        if (!piece_text) {
             st = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
-            goto done;
+            goto out;
         }
-        st = codec_stream_decode(ctx->codec, gp->ref_codes, gp->n_ref_frames, tmp, &e);
-        if (!st) ref_last = tmp[(size_t)gp->n_ref_frames * s.spf - 1];
-        free(tmp);
-        if (st) goto done;
     }
-    pthread_t th;
-    int have_thread = 0;
-    if (ap.overlap) {
-        if (pthread_create(&th, NULL, consumer, &s) != 0) ap.overlap = 0;
-        else have_thread = 1;
-    }
+    float ref_last = 0.0f;
     int n_frames = 0;
-    qtts_status gst = qtts_generate_codes(ctx, gp, on_frame, &s, NULL, &n_frames);
-    pthread_mutex_lock(&s.mu);
-    s.done = 1;
-    pthread_cond_signal(&s.cv);
-    pthread_mutex_unlock(&s.mu);
-    if (have_thread) pthread_join(th, NULL);
-    else if (!s.st && gst == QTTS_OK && s.n_frames > s.n_decoded) {
-        int k = s.n_frames - s.n_decoded;
-        while (k > 0 && !s.st) {
-            int c = next_chunk_size(&s);
-            if (c > k) c = k;
-            memcpy(s.chunk, s.frames + (size_t)s.n_decoded * s.G, sizeof(int32_t) * c * s.G);
-            s.st = deliver(&s, c);
-            k -= c;
+    for (int i = 0; i < n_pieces && !st; i++) {
+        qtts_gen_params pp = *gp;
+        if (pieces) {
+            size_t l = pieces[i].end - pieces[i].begin;
+            memcpy(piece_text, gp->text + pieces[i].begin, l);
+            piece_text[l] = 0;
+            pp.text = piece_text;
+            pp.seed = gp->seed + (uint64_t)i;
+            if (n_pieces > 1) model_log(m, QTTS_LOG_DEBUG, "piece %d/%d: %s", i + 1, n_pieces, piece_text);
         }
+        if (ap.on_piece && ap.on_piece(i, n_pieces, pp.text ? pp.text : "", ap.piece_user)) {
+            st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the piece callback before piece %d", i + 1);
+            ctx->stop_reason = QTTS_STOP_CANCELLED;
+            break;
+        }
+        st = synth_piece(ctx, &pp, &ap, &snk, &n_frames, &ref_last, &e);
+        if (ctx->stop_reason == QTTS_STOP_LENGTH_CAP) ctx->n_capped++;
+        if (!st && pieces && pieces[i].pause_after_ms > 0 && i + 1 < n_pieces)
+            st = put_silence(&snk, pieces[i].pause_after_ms, &e);
     }
-    if (s.st) { /* the consumer's own failure or stop wins over the generator's cancel */
-        st = s.st;
-        e = s.err;
-    } else if (s.pst) {
-        st = s.pst;
-        e = s.perr;
-    } else if (gst) {
-        st = gst;
-        snprintf(e.msg, sizeof e.msg, "%s", ctx->err);
-    }
-    if (!st && s.want_out && gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
+    if (st == QTTS_ERR_CANCELLED) ctx->stop_reason = QTTS_STOP_CANCELLED;
+    if (!st && snk.collect && n_pieces == 1 && gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
         /* official cut: int(ref / total * n_total) may fall one sample before the reference end */
-        const int total = gp->n_ref_frames + s.n_frames;
-        const size_t ref_n = (size_t)gp->n_ref_frames * s.spf;
-        const size_t cut = codec_icl_cut_samples(gp->n_ref_frames, total, (size_t)total * s.spf);
+        const int spf = codec_decoder_samples_per_frame(m->codec);
+        const int total = gp->n_ref_frames + n_frames;
+        const size_t ref_n = (size_t)gp->n_ref_frames * spf;
+        const size_t cut = codec_icl_cut_samples(gp->n_ref_frames, total, (size_t)total * spf);
         if (cut < ref_n) {
-            float one = ref_last;
-            if ((st = append_out(&s, &one, 1)) == QTTS_OK) {
-                memmove(s.out + 1, s.out, sizeof(float) * (s.n_out - 1));
-                s.out[0] = one;
-            } else e = s.err;
+            snk.on_audio = NULL; /* the extra sample goes to the returned waveform only */
+            if ((st = sink_put(&snk, &ref_last, 1, &e)) == QTTS_OK) {
+                memmove(snk.out + 1, snk.out, sizeof(float) * (snk.n_out - 1));
+                snk.out[0] = ref_last;
+            }
         }
     }
     if (!st || st == QTTS_ERR_CANCELLED) {
         if (pcm_out) {
-            *pcm_out = s.out;
-            s.out = NULL;
+            *pcm_out = snk.out;
+            snk.out = NULL;
         }
-        if (n_samples) *n_samples = s.want_out ? s.n_out : (size_t)s.n_decoded * s.spf;
+        if (n_samples) *n_samples = snk.collect ? snk.n_out : snk.n_delivered;
     }
-done:
-    pthread_mutex_destroy(&s.mu);
-    pthread_cond_destroy(&s.cv);
-    free(s.frames);
-    free(s.chunk);
-    free(s.pcm);
-    free(s.out);
-out_err:
+out:
+    free(snk.out);
+    free(pieces);
+    free(piece_text);
     snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
     return st;
 }

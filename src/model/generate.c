@@ -20,6 +20,7 @@ qtts_gen_params qtts_gen_default_params(const qtts_model *m) {
     p.text_mode = QTTS_TEXT_MODE_DEFAULT;
     p.newline_id = -1;
     p.user_id = -1;
+    p.auto_length_cap = 1;
     if (m) {
         p.talker = m->gen.talker;
         p.predictor = m->gen.predictor;
@@ -83,6 +84,8 @@ void qtts_context_free(qtts_context *c) {
 }
 
 const char *qtts_context_last_error(const qtts_context *c) { return c ? c->err : ""; }
+qtts_stop_reason qtts_context_stop_reason(const qtts_context *c) { return c ? c->stop_reason : QTTS_STOP_NONE; }
+int qtts_context_n_capped_pieces(const qtts_context *c) { return c ? c->n_capped : 0; }
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t) { ctx->trace = t; }
 
@@ -251,6 +254,7 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_reque
             goto fail;
         }
     }
+    r->n_text_tokens = r->n_text_tpl - 8;
     r->in.text_tpl = r->text_tpl;
     r->in.n_text_tpl = r->n_text_tpl;
     r->in.instr_tpl = r->instr_tpl;
@@ -303,8 +307,12 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         return s;
     if (p->max_new_tokens < 1)
         return err_set(e, QTTS_ERR_INVALID_ARG, "max_new_tokens must be >= 1 (got %d)", p->max_new_tokens);
+    c->stop_reason = QTTS_STOP_NONE;
     gen_request req;
     if ((s = gen_resolve(m, p, &req, e))) return s;
+    /* runaway guard: frames allowed for this text */
+    const int n_text_tokens = req.n_text_tokens;
+    const int cap_frames = p->auto_length_cap ? 50 + 8 * n_text_tokens : -1;
     prompt_out pr;
     s = prompt_build(&m->ops, cfg, &m->talker, &m->cp, &req.in, &pr, e);
     gen_request_free(&req);
@@ -357,10 +365,26 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
             c->hist_cap *= 2;
         }
         c->hist[k] = c0;
-        if (c0 == cfg->codec_eos || k == max_new - 1) break;
+        if (c0 == cfg->codec_eos) {
+            c->stop_reason = QTTS_STOP_EOS;
+            break;
+        }
+        if (k == max_new - 1) {
+            c->stop_reason = QTTS_STOP_MAX_TOKENS;
+            break;
+        }
         const int pos = P + k;
         if (pos >= c->params.n_ctx) {
             model_log(m, QTTS_LOG_WARN, "context full at %d positions: stopping after %d frames", c->params.n_ctx, k);
+            c->stop_reason = QTTS_STOP_CONTEXT_FULL;
+            break;
+        }
+        if (cap_frames >= 0 && k >= cap_frames) {
+            model_log(m, QTTS_LOG_WARN,
+                      "no end of speech after %d frames (%.1f s) for a text of %d tokens: stopped at the length cap "
+                      "and kept the audio so far (set max_new_tokens to override)",
+                      k, k / 12.5, n_text_tokens);
+            c->stop_reason = QTTS_STOP_LENGTH_CAP;
             break;
         }
         /* code predictor */
@@ -382,6 +406,7 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         n_out++;
         if (on_frame && on_frame(frame, n_out - 1, user)) {
             s = err_set(e, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", n_out);
+            c->stop_reason = QTTS_STOP_CANCELLED;
             break;
         }
         /* next talker input: frame embedding + next text vector */

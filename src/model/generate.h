@@ -39,6 +39,8 @@ struct qtts_context {
     int hist_cap;
     codec_stream *codec;   /* audio decoder state; NULL when the model has no codec */
     const gen_trace *trace;
+    qtts_stop_reason stop_reason; /* of the last generation */
+    int n_capped;                 /* pieces stopped by the length cap in the last synthesize */
     char err[QTTS_ERROR_MSG_MAX];
 };
 
@@ -48,6 +50,7 @@ void context_set_trace(qtts_context *ctx, const gen_trace *t);
 typedef struct gen_request {
     int32_t *text_tpl, *instr_tpl, *ref_tpl;
     int n_text_tpl, n_instr_tpl, n_ref_tpl;
+    int n_text_tokens;  /* tokens of the text itself (for the length cap) */
     prompt_input in;
 } gen_request;
 

@@ -222,9 +222,109 @@ static void cancel_test(void) {
     qtts_model_free(m);
 }
 
+typedef struct pieces_seen { int calls, n; char first[256]; } pieces_seen;
+static int on_piece(int i, int n, const char *text, void *u) {
+    pieces_seen *p = u;
+    if (p->calls == 0) snprintf(p->first, sizeof p->first, "%s", text);
+    p->calls++;
+    p->n = n;
+    return 0;
+}
+
+/* Long text: split into pieces, each stopped by the runaway cap (the golden
+ * checkpoints never emit EOS), joined with pauses; max_new_tokens overrides. */
+static void long_text_test(void) {
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, test_path("golden/data/e2e_string"), NULL, err, sizeof err)) {
+        test_report("pipeline/long/load", 0, "%s", err);
+        return;
+    }
+    qtts_context *ctx = NULL;
+    qtts_context_new(m, NULL, &ctx);
+    const char *text = "The first sentence is here. A second one follows it!\n\n"
+                       "Dies ist ein zweiter Absatz. 这是第三段。还有一句话？";
+    qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.text = text;
+    gp.speaker = "vivian";
+    gp.talker.do_sample = gp.predictor.do_sample = 0;
+    gp.max_new_tokens = 8192;
+    qtts_audio_params ap = qtts_audio_default_params();
+    ap.max_piece_chars = 30;
+    pieces_seen ps = {0};
+    ap.on_piece = on_piece;
+    ap.piece_user = &ps;
+    float *pcm = NULL;
+    size_t n = 0;
+    qtts_status s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
+    /* expected frames: per piece 50 + 8 x tokens; count tokens per piece */
+    const char *want_pieces[] = {"The first sentence is here.", "A second one follows it!", "Dies ist ein zweiter Absatz.",
+                                 "这是第三段。还有一句话？"};
+    const int pauses_ms[] = {300, 700, 300, 0};
+    size_t want = 0, pause_at[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        int32_t *ids = NULL;
+        int k = 0;
+        char tpl[512];
+        snprintf(tpl, sizeof tpl, "<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>assistant\n", want_pieces[i]);
+        qtts_tokenize(m, tpl, &ids, &k);
+        want += (size_t)(50 + 8 * (k - 8)) * 1920;
+        pause_at[i] = want;
+        want += (size_t)pauses_ms[i] * 24;
+        free(ids);
+    }
+    test_report("pipeline/long/pieces", s == QTTS_OK && ps.calls == 4 && ps.n == 4 && !strcmp(ps.first, want_pieces[0]),
+                "status %d (%s), %d pieces, first \"%s\"", s, qtts_context_last_error(ctx), ps.calls, ps.first);
+    test_report("pipeline/long/capped_lengths", s == QTTS_OK && n == want && qtts_context_n_capped_pieces(ctx) == 4 &&
+                    qtts_context_stop_reason(ctx) == QTTS_STOP_LENGTH_CAP,
+                "%zu samples, want %zu; %d capped, stop reason %d", n, want, qtts_context_n_capped_pieces(ctx),
+                (int)qtts_context_stop_reason(ctx));
+    /* the pauses are exact silence where they belong */
+    int silent = s == QTTS_OK && n == want;
+    for (int i = 0; i < 3 && silent; i++)
+        for (size_t j = pause_at[i]; j < pause_at[i] + (size_t)pauses_ms[i] * 24; j++)
+            if (pcm[j] != 0.0f) silent = 0;
+    test_report("pipeline/long/pauses", silent, "a pause is missing or not silent");
+    free(pcm);
+    /* explicit max_new_tokens without the cap */
+    gp.auto_length_cap = 0;
+    gp.max_new_tokens = 20;
+    ap.split_text = 0;
+    ap.on_piece = NULL;
+    s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
+    test_report("pipeline/long/max_new_tokens_override", s == QTTS_OK && n == 19 * 1920 &&
+                    qtts_context_stop_reason(ctx) == QTTS_STOP_MAX_TOKENS && qtts_context_n_capped_pieces(ctx) == 0,
+                "status %d, %zu samples, stop %d", s, n, (int)qtts_context_stop_reason(ctx));
+    free(pcm);
+    /* odd inputs: punctuation only, emoji only, every supported language */
+    const char *odd[] = {"?!...", "😀👍🏽🇩🇪", "Hello there.", "你好，世界。", "こんにちは。", "안녕하세요.", "Guten Tag.",
+                         "Bonjour à tous.", "Привет, мир.", "Olá, tudo bem?", "¡Hola, amigo!", "Ciao a tutti."};
+    const char *langs[] = {"auto", "auto", "english", "chinese", "japanese", "korean", "german", "french", "russian",
+                           "portuguese", "spanish", "italian"};
+    gp.auto_length_cap = 1;
+    gp.max_new_tokens = 8192;
+    ap.split_text = 1;
+    for (int i = 0; i < 12; i++) {
+        gp.text = odd[i];
+        gp.language = langs[i];
+        s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
+        char name[96];
+        snprintf(name, sizeof name, "pipeline/odd/%s_%d", langs[i], i);
+        test_report(name, s == QTTS_OK && n > 0 && n % 1920 == 0, "status %d (%s), %zu samples", s,
+                    qtts_context_last_error(ctx), n);
+        free(pcm);
+    }
+    gp.text = " \n ";
+    s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
+    test_report("pipeline/odd/blank", s == QTTS_ERR_INPUT, "status %d", s);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 int main(void) {
     const char *cases[] = {"custom_voice", "voice_design", "base_clone", "e2e_string"};
     for (int i = 0; i < 4; i++) run_case(cases[i]);
     cancel_test();
+    long_text_test();
     return test_finish();
 }

@@ -105,7 +105,10 @@ int cmd_speak(int argc, char **argv, int first) {
     if (o.set_cp_temperature) gp.predictor.temperature = o.cp_temperature;
     if (o.set_cp_top_k) gp.predictor.top_k = o.cp_top_k;
     if (o.set_cp_top_p) gp.predictor.top_p = o.cp_top_p;
-    if (o.max_new_tokens) gp.max_new_tokens = o.max_new_tokens;
+    if (o.max_new_tokens) {
+        gp.max_new_tokens = o.max_new_tokens;
+        gp.auto_length_cap = 0; /* an explicit limit overrides the runaway guard */
+    }
     gp.newline_id = o.newline_id;
     gp.user_id = o.user_id;
 
