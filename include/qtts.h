@@ -115,6 +115,9 @@ void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
  * order. Languages exclude dialect entries and include "auto" first. */
 int qtts_model_n_speakers(const qtts_model *model);
 const char *qtts_model_speaker(const qtts_model *model, int i);
+/* Dialect a preset speaker uses with language chinese or auto ("sichuan_dialect"),
+ * or NULL. */
+const char *qtts_model_speaker_dialect(const qtts_model *model, int i);
 int qtts_model_n_languages(const qtts_model *model);
 const char *qtts_model_language(const qtts_model *model, int i);
 

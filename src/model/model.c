@@ -177,6 +177,9 @@ int qtts_model_n_speakers(const qtts_model *m) { return m->cfg.n_speakers; }
 const char *qtts_model_speaker(const qtts_model *m, int i) {
     return i >= 0 && i < m->cfg.n_speakers ? m->cfg.speakers[i].name : NULL;
 }
+const char *qtts_model_speaker_dialect(const qtts_model *m, int i) {
+    return i >= 0 && i < m->cfg.n_speakers && m->cfg.speakers[i].dialect[0] ? m->cfg.speakers[i].dialect : NULL;
+}
 int qtts_model_n_languages(const qtts_model *m) { return m->n_lang_list; }
 const char *qtts_model_language(const qtts_model *m, int i) {
     return i >= 0 && i < m->n_lang_list ? m->lang_list[i] : NULL;

@@ -57,6 +57,8 @@ int cli_exit_code(qtts_status st);
 int cmd_speak(int argc, char **argv, int first);
 int cmd_tokenize(int argc, char **argv, int first);
 int cmd_decode(int argc, char **argv, int first);
+int cmd_voices(int argc, char **argv, int first);
+int cmd_info(int argc, char **argv, int first);
 
 /* Audio output chosen by -o/--format/--sample-format/--stdout. */
 typedef struct cli_audio_out {

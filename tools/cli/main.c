@@ -13,6 +13,8 @@ void cli_usage(void) {
         "usage: qtts [speak] --model DIR (--text STR | --text-file F | --text-ids \"I I ...\") [options]\n"
         "       qtts decode --model DIR --codes FILE (-o OUT | --stdout)   saved codes -> audio\n"
         "       qtts tokenize --model DIR --text STR                        print token ids\n"
+        "       qtts voices --model DIR                                     speakers and languages\n"
+        "       qtts info --model DIR                                       variant, sizes, dtypes, files\n"
         "\n"
         "input:\n"
         "  -m, --model DIR            checkpoint folder as published on Hugging Face (required)\n"
@@ -68,6 +70,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "tokenize")) return cmd_tokenize(argc, argv, 2);
     if (!strcmp(argv[1], "speak")) return cmd_speak(argc, argv, 2);
     if (!strcmp(argv[1], "decode")) return cmd_decode(argc, argv, 2);
+    if (!strcmp(argv[1], "voices")) return cmd_voices(argc, argv, 2);
+    if (!strcmp(argv[1], "info")) return cmd_info(argc, argv, 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         cli_usage();
         return EXIT_OK;

@@ -1,0 +1,91 @@
+/* qtts voices / qtts info: describe a checkpoint folder. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static qtts_model *load_quiet(const char *dir, int *rc) {
+    qtts_model_params mp = qtts_model_default_params();
+    qtts_model *m = NULL;
+    char err[1024];
+    qtts_status s = qtts_model_load(&m, dir, &mp, err, sizeof err);
+    if (s) {
+        fprintf(stderr, "qtts: %s\n", err);
+        *rc = s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
+        return NULL;
+    }
+    *rc = 0;
+    return m;
+}
+
+int cmd_voices(int argc, char **argv, int first) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, first, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.model_dir) {
+        fprintf(stderr, "qtts voices: needs --model DIR\n");
+        return EXIT_USAGE;
+    }
+    qtts_model *m = load_quiet(o.model_dir, &rc);
+    if (!m) return rc;
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    printf("model: %s (%s)\n", info.type_name, info.size_name);
+    if (info.type == QTTS_MODEL_CUSTOM_VOICE) {
+        printf("speakers (--speaker):\n");
+        for (int i = 0; i < qtts_model_n_speakers(m); i++) {
+            const char *d = qtts_model_speaker_dialect(m, i);
+            printf("  %s%s%s%s\n", qtts_model_speaker(m, i), d ? "  (speaks " : "", d ? d : "",
+                   d ? " with --language chinese or auto)" : "");
+        }
+        if (!strcmp(info.size_name, "1b7")) printf("instructions (--instruct): supported\n");
+        else printf("instructions: not supported by the 0.6B CustomVoice model (ignored with a warning)\n");
+    } else if (info.type == QTTS_MODEL_BASE) {
+        printf("voices: cloned from a recording (--ref-audio F with --ref-text STR or --xvector-only), or a saved voice (--voice F)\n");
+    } else {
+        printf("voices: described in words (--instruct \"a calm, low female voice\")\n");
+    }
+    printf("languages (--language):\n");
+    for (int i = 0; i < qtts_model_n_languages(m); i++) printf("  %s\n", qtts_model_language(m, i));
+    qtts_model_free(m);
+    return 0;
+}
+
+static void show_file(const char *dir, const char *name) {
+    char p[4096];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (stat(p, &sb) == 0) printf("  %-40s %12lld bytes\n", name, (long long)sb.st_size);
+    else printf("  %-40s missing\n", name);
+}
+
+int cmd_info(int argc, char **argv, int first) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, first, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.model_dir) {
+        fprintf(stderr, "qtts info: needs --model DIR\n");
+        return EXIT_USAGE;
+    }
+    qtts_model *m = load_quiet(o.model_dir, &rc);
+    if (!m) return rc;
+    qtts_model_info in;
+    qtts_model_get_info(m, &in);
+    printf("folder:          %s\n", o.model_dir);
+    printf("variant:         %s, size %s\n", in.type_name, in.size_name);
+    printf("talker:          %d layers, hidden %d\n", in.n_layers, in.hidden_size);
+    printf("code predictor:  %d layers, hidden %d\n", in.cp_n_layers, in.cp_hidden_size);
+    printf("codec:           %d codebooks x %d codes, %d Hz, %d samples per frame%s\n", in.n_code_groups,
+           in.codebook_size, in.sample_rate_hz, in.samples_per_frame, in.has_codec ? "" : " (decoder not loaded)");
+    printf("weights:         %lld parameters, %.1f MiB, mostly %s\n", (long long)in.n_params,
+           in.weight_bytes / 1048576.0, in.weight_dtype);
+    printf("tokenizer:       %s\n", in.has_tokenizer ? "yes" : "no (text must be given as ids)");
+    printf("speaker encoder: %s\n", in.has_speaker_encoder ? "yes" : "no");
+    printf("files:\n");
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors", "vocab.json", "merges.txt",
+                           "tokenizer_config.json", "speech_tokenizer/config.json", "speech_tokenizer/model.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) show_file(o.model_dir, files[i]);
+    qtts_model_free(m);
+    return 0;
+}
