@@ -325,10 +325,10 @@ qtts_status st_get_float(const st_set *s, const char *name, int ndim, const int6
         char want[128] = "", got[128] = "";
         size_t wl = 0, gl = 0;
         for (int d = 0; d < ndim; d++)
-            wl += snprintf(want + wl, sizeof want - wl > 0 ? sizeof want - wl : 0, "%s%lld", d ? ", " : "",
+            wl += snprintf(want + wl, wl < sizeof want ? sizeof want - wl : 0, "%s%lld", d ? ", " : "",
                            (long long)shape[d]);
         for (int d = 0; d < t->ndim; d++)
-            gl += snprintf(got + gl, sizeof got - gl > 0 ? sizeof got - gl : 0, "%s%lld", d ? ", " : "",
+            gl += snprintf(got + gl, gl < sizeof got ? sizeof got - gl : 0, "%s%lld", d ? ", " : "",
                            (long long)t->shape[d]);
         return err_set(e, QTTS_ERR_MODEL, "%s: tensor '%s' has shape [%s], the config implies [%s]", file, name,
                        got, want);

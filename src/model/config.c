@@ -226,9 +226,16 @@ qtts_status gen_config_load(gen_config *g, const char *dir, qtts_error *e) {
         json_decref(root);
         return err_set(e, QTTS_ERR_FORMAT, "%s: top level is not a JSON object", file);
     }
-    json_t *ds = json_object_get(root, "do_sample"), *sds = json_object_get(root, "subtalker_dosample");
-    if (ds && json_is_boolean(ds)) g->talker.do_sample = json_is_true(ds);
-    if (sds && json_is_boolean(sds)) g->predictor.do_sample = json_is_true(sds);
+    const char *bkeys[2] = {"do_sample", "subtalker_dosample"};
+    int *bdst[2] = {&g->talker.do_sample, &g->predictor.do_sample};
+    for (int i = 0; i < 2 && !j.st; i++) {
+        json_t *v = json_object_get(root, bkeys[i]);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_boolean(v)) *bdst[i] = json_is_true(v);
+        else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
+            *bdst[i] = (int)json_integer_value(v);
+        else j.st = err_set(e, QTTS_ERR_FORMAT, "%s: key %s must be true or false", file, bkeys[i]);
+    }
     g->talker.temperature = (float)get_num(&j, root, "", "temperature", 1, 0.9, 1e-6, 100);
     g->talker.top_k = get_int(&j, root, "", "top_k", 1, 50, 0, 1 << 20);
     g->talker.top_p = (float)get_num(&j, root, "", "top_p", 1, 1.0, 1e-6, 1.0);

@@ -323,8 +323,7 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         prompt_free(&pr);
         return err_set(e, QTTS_ERR_LIMIT, "the prompt has %d positions; the context holds %d", P, c->params.n_ctx);
     }
-    int need = P + p->max_new_tokens;
-    if (need > c->params.n_ctx) need = c->params.n_ctx;
+    const int need = p->max_new_tokens > c->params.n_ctx - P ? c->params.n_ctx : P + p->max_new_tokens;
     /* reserve the prompt now (+ headroom); decode grows geometrically */
     int first = P + 256 < need ? P + 256 : need;
     if ((s = ensure_capacity(c, first, P, e))) goto done;

@@ -277,6 +277,106 @@ static void audio_tests(void) {
     npy_free(&wave);
 }
 
+/* Run a command and capture its stdout into out (NUL-terminated). */
+static int run_out(const char *cmd, char *out, size_t n, char *err, size_t en) {
+    char full[16384], of[300];
+    snprintf(of, sizeof of, "%s/stdout.txt", g_tmp);
+    snprintf(full, sizeof full, "%s > %s", cmd, of);
+    int rc = run_cmd(full, err, en);
+    FILE *f = fopen(of, "rb");
+    size_t r = f ? fread(out, 1, n - 1, f) : 0;
+    out[r] = 0;
+    if (f) fclose(f);
+    return rc;
+}
+
+/* The main job's behaviours: voices/info, quiet output off a terminal, a
+ * progress line on one, long text from a file, the length-cap warning, model
+ * type errors. */
+static void main_job_tests(void) {
+    char cmd[8192], out[16384], err[8192];
+    const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string"),
+               *vd = test_path("golden/data/voice_design"), *bc = test_path("golden/data/base_clone");
+    snprintf(cmd, sizeof cmd, "%s voices --model %s", qtts_bin(), q(cv));
+    int rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    test_report("cli/voices", rc == 0 && strstr(out, "ryan") && strstr(out, "uncle_fu") && strstr(out, "english") &&
+                                  strstr(out, "auto") && strstr(out, "sichuan_dialect") && !strstr(out, "  beijing_dialect\n"),
+                "exit %d: %s", rc, out);
+    snprintf(cmd, sizeof cmd, "%s info --model %s", qtts_bin(), q(bc));
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    test_report("cli/info", rc == 0 && strstr(out, "base") && strstr(out, "BF16") && strstr(out, "hidden 64") &&
+                                strstr(out, "speaker encoder: yes") && strstr(out, "vocab.json") && strstr(out, "missing"),
+                "exit %d: %s", rc, out);
+    /* not a terminal: a successful run prints nothing on stderr */
+    snprintf(cmd, sizeof cmd, "%s --model %s --speaker vivian --text %s -o %s/q.wav", qtts_bin(), q(e2e), q("Hi there."),
+             g_tmp);
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    test_report("cli/quiet_off_terminal", rc == 0 && err[0] == 0 && out[0] == 0, "exit %d, stderr \"%s\"", rc, err);
+    /* on a terminal (script(1) gives a pty): a progress line with RTF and a summary */
+    if (system("command -v script >/dev/null 2>&1") == 0) {
+        snprintf(cmd, sizeof cmd, "script -qec \"%s --model %s --speaker vivian --text 'Hi there.' -o %s/p.wav\" /dev/null",
+                 qtts_bin(), e2e, g_tmp);
+        rc = run_out(cmd, out, sizeof out, err, sizeof err);
+        test_report("cli/progress_on_terminal", rc == 0 && strstr(out, "frames") && strstr(out, "RTF") &&
+                                                    strstr(out, "s of audio"),
+                    "exit %d, terminal output \"%s\"", rc, out);
+        snprintf(cmd, sizeof cmd, "script -qec \"%s --model %s --speaker vivian --text 'Hi there.' -o %s/p.wav -q\" /dev/null",
+                 qtts_bin(), e2e, g_tmp);
+        rc = run_out(cmd, out, sizeof out, err, sizeof err);
+        test_report("cli/quiet_flag_on_terminal", rc == 0 && !strstr(out, "RTF"), "exit %d, output \"%s\"", rc, out);
+    } else {
+        test_skip("cli/progress_on_terminal", "script(1) not installed (package bsdutils)");
+    }
+    /* long text from a file: split into pieces; every piece hits the length cap (EOS never fires in the
+     * test checkpoints), which is said on stderr, and the audio is kept */
+    char tf[300];
+    snprintf(tf, sizeof tf, "%s/long.txt", g_tmp);
+    FILE *f = fopen(tf, "w");
+    for (int i = 0; i < 3; i++) fprintf(f, "This is sentence number %d of a longer text. ", i + 1);
+    fprintf(f, "\n\nUn nouveau paragraphe commence ici.\n");
+    fclose(f);
+    /* a copy of the e2e checkpoint (links) with the official max_new_tokens of 8192 */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/e2e8k && for f in %s/*; do ln -sf \"$(cd \"$(dirname \"$f\")\" && pwd)/$(basename \"$f\")\" %s/e2e8k/; done && "
+             "rm %s/e2e8k/generation_config.json && sed 's/\"max_new_tokens\": 9/\"max_new_tokens\": 8192/' "
+             "%s/generation_config.json > %s/e2e8k/generation_config.json && grep -q 8192 %s/e2e8k/generation_config.json",
+             g_tmp, q(e2e), g_tmp, g_tmp, q(e2e), g_tmp, g_tmp);
+    rc = run_cmd(cmd, err, sizeof err);
+    if (rc) test_report("cli/long_text_setup", 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s --model %s/e2e8k --speaker vivian --text-file %s -o %s/long.wav", qtts_bin(), g_tmp, tf, g_tmp);
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    SF_INFO info;
+    float *pcm = NULL;
+    char wav[300];
+    snprintf(wav, sizeof wav, "%s/long.wav", g_tmp);
+    int ok = rc == 0 && read_sound(wav, &info, &pcm);
+    test_report("cli/long_text_capped", ok && info.frames > 24000 * 10 && strstr(err, "length cap"),
+                "exit %d, %lld samples, stderr \"%.300s\"", rc, ok ? (long long)info.frames : -1LL, err);
+    free(pcm);
+    /* --max-new-tokens overrides the cap: no warning, exactly N-1 frames */
+    snprintf(cmd, sizeof cmd, "%s --model %s --speaker vivian --text %s --max-new-tokens 6 -o %s/m.wav", qtts_bin(),
+             q(e2e), q("Short."), g_tmp);
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    snprintf(wav, sizeof wav, "%s/m.wav", g_tmp);
+    pcm = NULL;
+    ok = rc == 0 && read_sound(wav, &info, &pcm);
+    test_report("cli/max_new_tokens", ok && info.frames == 5 * 1920 && !strstr(err, "cap"), "exit %d, %lld samples, %s",
+                rc, ok ? (long long)info.frames : -1LL, err);
+    free(pcm);
+    /* model-type errors name the fix */
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --speaker ryan -o %s/x.wav", q(vd), g_tmp);
+    expect_fail("cli/input/speaker_on_voice_design", cmd, 4, "CustomVoice");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --speaker ryan -o %s/x.wav", q(bc), g_tmp);
+    expect_fail("cli/input/speaker_on_base", cmd, 4, "CustomVoice");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' -o %s/x.wav", q(bc), g_tmp);
+    expect_fail("cli/input/base_without_voice", cmd, 4, "reference recording");
+    /* instruction on a 0.6B CustomVoice: dropped with a warning, as upstream */
+    snprintf(cmd, sizeof cmd, "cp -r %s %s/cv06 && sed -i 's/\"1b7\"/\"0b6\"/' %s/cv06/config.json && "
+             "%s --model %s/cv06 --text-ids '17 300' --speaker ryan --instruct-ids '5 6' --newline-id 10 --dump-codes %s/i.codes",
+             q(cv), g_tmp, g_tmp, qtts_bin(), g_tmp, g_tmp);
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    test_report("cli/input/instruct_on_0b6_warns", rc == 0 && strstr(err, "ignores instructions"), "exit %d: %s", rc, err);
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -287,6 +387,7 @@ int main(void) {
     golden_runs("voice_design");
     golden_runs("e2e_string");
     audio_tests();
+    main_job_tests();
 
     char a[4096];
     const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");

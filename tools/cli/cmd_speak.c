@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -15,15 +17,52 @@ typedef struct dump_ctx {
     FILE *f;
     int n_groups;
     int io_error;
+    /* progress line (stderr on a terminal) */
+    int progress;
+    double t0;
+    long frames;          /* frames of all pieces so far */
+    int piece, n_pieces;
+    size_t chars_total, chars_done, chars_cur;
 } dump_ctx;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void show_progress(dump_ctx *d) {
+    const double el = now_s() - d->t0, audio = d->frames / 12.5;
+    char eta[32] = "";
+    if (d->n_pieces > 1 && d->chars_done > 0) {
+        double left = el * (double)(d->chars_total - d->chars_done) / (double)d->chars_done;
+        snprintf(eta, sizeof eta, "  ETA %d:%02d", (int)left / 60, (int)left % 60);
+    }
+    char piece[32] = "";
+    if (d->n_pieces > 1) snprintf(piece, sizeof piece, "piece %d/%d  ", d->piece + 1, d->n_pieces);
+    fprintf(stderr, "\r\033[Kqtts: %s%ld frames  %.1f s audio  RTF %.2f%s", piece, d->frames, audio,
+            audio > 0 ? el / audio : 0.0, eta);
+    fflush(stderr);
+}
 
 static int on_frame(const int32_t *codes, int idx, void *user) {
     dump_ctx *d = user;
+    d->frames++;
+    if (d->progress && (d->frames % 4 == 0 || d->frames == 1)) show_progress(d);
     if (!d->f) return 0;
     for (int g = 0; g < d->n_groups; g++)
         if (fprintf(d->f, g ? " %d" : "%d", codes[g]) < 0) d->io_error = 1;
     if (fputc('\n', d->f) == EOF) d->io_error = 1;
     return d->io_error; /* stop on a write failure */
+}
+
+static int on_piece(int piece, int n_pieces, const char *text, void *user) {
+    dump_ctx *d = user;
+    d->chars_done += d->chars_cur;
+    d->chars_cur = strlen(text);
+    d->piece = piece;
+    d->n_pieces = n_pieces;
+    return 0;
 }
 
 typedef struct audio_sink {
@@ -120,6 +159,9 @@ int cmd_speak(int argc, char **argv, int first) {
     qtts_model_info info;
     qtts_model_get_info(m, &info);
     d.n_groups = info.n_code_groups;
+    d.progress = !o.quiet && isatty(STDERR_FILENO);
+    d.t0 = now_s();
+    d.chars_total = text ? strlen(text) : 0;
     if (o.dump_codes) {
         d.f = !strcmp(o.dump_codes, "-") ? stdout : fopen(o.dump_codes, "w");
         if (!d.f) {
@@ -142,6 +184,8 @@ int cmd_speak(int argc, char **argv, int first) {
         if (o.chunk_frames) ap.chunk_frames = o.chunk_frames;
         ap.on_frame = on_frame;
         ap.frame_user = &d;
+        ap.on_piece = on_piece;
+        ap.piece_user = &d;
         audio_sink sink = {&ao, o.stream || o.to_stdout};
         s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
         if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
@@ -152,6 +196,7 @@ int cmd_speak(int argc, char **argv, int first) {
     if (d.f && d.f != stdout && fclose(d.f) != 0) d.io_error = 1;
     d.f = NULL;
     int wrc = cli_audio_close(&ao);
+    if (d.progress) fprintf(stderr, "\r\033[K");
     if (d.io_error) {
         fprintf(stderr, "qtts: writing %s failed\n", o.dump_codes);
         rc = EXIT_IO;
@@ -166,9 +211,15 @@ int cmd_speak(int argc, char **argv, int first) {
         rc = wrc;
         goto out;
     }
-    if (!o.quiet)
-        fprintf(stderr, "qtts: %.2f s of audio (%s)%s%s\n", n_samples ? n_samples / 24000.0 : n_frames * 0.08,
+    if (d.progress) {
+        const double el = now_s() - d.t0, audio = n_samples ? n_samples / 24000.0 : n_frames * 0.08;
+        fprintf(stderr, "qtts: %.2f s of audio in %.2f s (RTF %.2f) -> %s%s%s\n", audio, el, audio > 0 ? el / audio : 0.0,
                 want_audio ? ao.name : "codes only", o.dump_codes ? ", codes in " : "", o.dump_codes ? o.dump_codes : "");
+    }
+    if (!o.quiet && qtts_context_n_capped_pieces(ctx) > 0)
+        fprintf(stderr, "qtts: warning: %d piece(s) did not end by themselves and were cut at the length cap; "
+                "the audio up to each cut is kept (use --max-new-tokens N to set the limit yourself)\n",
+                qtts_context_n_capped_pieces(ctx));
     rc = 0;
 out:
     if (d.f && d.f != stdout) fclose(d.f);
