@@ -38,6 +38,7 @@ TCOMMON_SRC := $(wildcard tests/common/*.c)
 TCOMMON_OBJ := $(TCOMMON_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh))
 
 .PHONY: all test debug debug-test clean deps
 all: $(BUILD)/libqtts.a $(BUILD)/qtts
@@ -81,7 +82,7 @@ $(BUILD)/tests/header_cxx.o: include/qtts.h
 tests: $(TEST_BIN) $(BUILD)/tests/header_cxx.o $(BUILD)/qtts
 
 test: all tests
-	@BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN)
+	@BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN) $(TEST_SCRIPTS)
 
 debug:
 	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all tests
