@@ -136,6 +136,10 @@ typedef enum qtts_text_mode {
     QTTS_TEXT_MODE_NON_STREAMING = 2 /* whole text in the prompt */
 } qtts_text_mode;
 
+/* A cloned voice (Base models): speaker embedding and, for in-context
+ * cloning, the reference codes and transcript. See "voices" below. */
+typedef struct qtts_voice qtts_voice;
+
 typedef struct qtts_sampling {
     int do_sample;            /* 0 = greedy argmax; default from generation_config (1) */
     float temperature;        /* > 0; default 0.9 */
@@ -157,7 +161,9 @@ typedef struct qtts_gen_params {
     const char *speaker;       /* preset speaker (CustomVoice), case-insensitive; default NULL */
     const char *language;      /* language name or "auto"; case-insensitive; default "auto" */
     qtts_text_mode text_mode;  /* default QTTS_TEXT_MODE_DEFAULT */
-    /* Voice clone (Base models). */
+    /* Voice clone (Base models): either a voice made by qtts_voice_* (preferred)
+     * or its parts given directly. */
+    const qtts_voice *voice;   /* borrowed for the call; default NULL */
     const float *xvector;      /* [hidden_size] speaker embedding; default NULL */
     const int32_t *ref_codes;  /* [n_ref_frames][16] reference codes (ICL); default NULL */
     int n_ref_frames;          /* default 0 */
@@ -223,6 +229,54 @@ int qtts_context_n_capped_pieces(const qtts_context *ctx);
 qtts_status qtts_generate_codes(qtts_context *ctx, const qtts_gen_params *params,
                                 qtts_frame_fn on_frame, void *user,
                                 int32_t **codes_out, int *n_frames);
+
+/* ---------------------------------------------------------------- voices */
+
+typedef struct qtts_voice_params {
+    const char *ref_text;        /* transcript of the reference recording: selects in-context
+                                    cloning (ICL, the official default); default NULL */
+    const int32_t *ref_text_ids; /* or the transcript as ids (between the template tokens); default NULL */
+    int n_ref_text_ids;          /* default 0 */
+    int xvector_only;            /* 1 = speaker embedding only, no transcript needed (the official
+                                    x_vector_only_mode); default 0 */
+    double max_ref_seconds;      /* longest reference accepted, (0, 600]; default 60. Longer
+                                    recordings are refused, never cut */
+} qtts_voice_params;
+
+qtts_voice_params qtts_voice_default_params(void);
+
+/* Make a voice from a recording (WAV, FLAC, OGG, MP3 where libsndfile has it;
+ * downmixed and resampled to 24 kHz) as the official create_voice_clone_prompt
+ * does. Needs a Base model. On failure *out is NULL and errbuf says why.
+ * Free with qtts_voice_free. */
+qtts_status qtts_voice_from_file(qtts_model *model, const char *audio_path, const qtts_voice_params *params,
+                                 qtts_voice **out, char *errbuf, size_t errbuf_size);
+/* The same from an encoded file in memory (e.g. an upload); name is for messages. */
+qtts_status qtts_voice_from_memory(qtts_model *model, const void *data, size_t size, const char *name,
+                                   const qtts_voice_params *params, qtts_voice **out, char *errbuf,
+                                   size_t errbuf_size);
+/* The same from PCM samples (mono, any rate; resampled to 24 kHz). */
+qtts_status qtts_voice_from_pcm(qtts_model *model, const float *pcm, size_t n_samples, int sample_rate_hz,
+                                const qtts_voice_params *params, qtts_voice **out, char *errbuf,
+                                size_t errbuf_size);
+
+/* Save a voice to a small versioned file (docs/API.md describes the format). */
+qtts_status qtts_voice_save(const qtts_voice *voice, const char *path, char *errbuf, size_t errbuf_size);
+/* Serialise to a malloc'ed buffer (caller frees with free()). */
+qtts_status qtts_voice_save_memory(const qtts_voice *voice, unsigned char **data, size_t *size, char *errbuf,
+                                   size_t errbuf_size);
+/* Load a saved voice for this model; a voice made with another model variant
+ * is an error that says which. */
+qtts_status qtts_voice_load(qtts_model *model, const char *path, qtts_voice **out, char *errbuf,
+                            size_t errbuf_size);
+qtts_status qtts_voice_load_memory(qtts_model *model, const void *data, size_t size, const char *name,
+                                   qtts_voice **out, char *errbuf, size_t errbuf_size);
+void qtts_voice_free(qtts_voice *voice); /* accepts NULL */
+/* 1 for an in-context (ICL) voice, 0 for x-vector only. */
+int qtts_voice_is_icl(const qtts_voice *voice);
+/* Reference frames (ICL) and transcript of the voice ("" when none). */
+int qtts_voice_n_ref_frames(const qtts_voice *voice);
+const char *qtts_voice_ref_text(const qtts_voice *voice);
 
 /* ---------------------------------------------------------------- audio */
 

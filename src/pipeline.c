@@ -276,6 +276,17 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
         goto out;
     }
     if ((st = validate_audio(&ap, &e))) goto out;
+    qtts_gen_params vgp;
+    if (gp->voice) { /* resolve the voice here so ICL priming sees its reference codes */
+        if (gp->xvector || gp->ref_codes) {
+            st = err_set(&e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
+            goto out;
+        }
+        vgp = *gp;
+        voice_apply(gp->voice, &vgp);
+        vgp.voice = NULL;
+        gp = &vgp;
+    }
     if (gp->text && !gp->text_ids && ap.split_text) {
         text_split_params tp = {ap.max_piece_chars, ap.sentence_pause_ms, ap.paragraph_pause_ms};
         if ((st = text_split(gp->text, strlen(gp->text), &tp, &pieces, &n_pieces, &e))) goto out;

@@ -132,8 +132,17 @@ static void list_names(char *buf, size_t n, const name_id *t, int count, int ski
     }
 }
 
-qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_request *r, qtts_error *e) {
+qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_request *r, qtts_error *e) {
     memset(r, 0, sizeof *r);
+    qtts_gen_params pv;
+    const qtts_gen_params *p = p_in;
+    if (p_in->voice) {
+        if (p_in->xvector || p_in->ref_codes)
+            return err_set(e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
+        pv = *p_in;
+        voice_apply(p_in->voice, &pv);
+        p = &pv;
+    }
     const qtts_config *cfg = &m->cfg;
     qtts_status s;
     const int nl = p->newline_id >= 0 ? p->newline_id : m->newline_id;

@@ -54,6 +54,9 @@ typedef struct gen_request {
     prompt_input in;
 } gen_request;
 
+/* Fill the clone fields of p from a voice (src/voice.c). */
+void voice_apply(const qtts_voice *v, qtts_gen_params *p);
+
 qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_request *r, qtts_error *e);
 void gen_request_free(gen_request *r);
 

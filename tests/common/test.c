@@ -44,9 +44,9 @@ const char *test_dir(void) {
 }
 
 const char *test_path(const char *fmt, ...) {
-    static char bufs[8][4096];
+    static char bufs[64][4096];
     static int k;
-    char *b = bufs[k++ & 7];
+    char *b = bufs[k++ & 63];
     char rel[3000];
     va_list ap;
     va_start(ap, fmt);

@@ -29,7 +29,7 @@ int test_finish(void); /* returns the exit status */
 
 /* Path to the repository's tests/ folder (QTTS_TEST_DIR env, else "tests"). */
 const char *test_dir(void);
-/* snprintf into a static rotating buffer: test_path("golden/data/%s", x). */
+/* snprintf into one of 64 rotating static buffers: test_path("golden/data/%s", x). */
 const char *test_path(const char *fmt, ...);
 
 /* max|a-b| / max|b| over n floats; entries where b is -inf must match exactly

@@ -377,6 +377,69 @@ static void main_job_tests(void) {
     test_report("cli/input/instruct_on_0b6_warns", rc == 0 && strstr(err, "ignores instructions"), "exit %d: %s", rc, err);
 }
 
+/* Voice cloning from the command line: x-vector-only and ICL from the golden
+ * reference recordings reproduce the official codes; saved voices reproduce
+ * them again; misuse is a clear error. */
+static void clone_tests(void) {
+    char cmd[8192], out[4096], err[8192], codes[300], why[256];
+    char bc[512], cv[512]; /* test_path's buffers rotate: keep copies */
+    snprintf(bc, sizeof bc, "%s", test_path("golden/data/base_clone"));
+    snprintf(cv, sizeof cv, "%s", test_path("golden/data/custom_voice"));
+    const char *common = "--text-ids '17 300 45 999 2 511 64 8' --newline-id 10 --greedy --quiet";
+    struct { const char *run, *voice_args, *lang, *mode; } runs[] = {
+        {"xvec_en", "--xvector-only", "english", "streaming"},
+        {"icl_stream_en", "--ref-text-ids '250 251 9 700 41'", "english", "streaming"},
+        {"icl_stream_shortref_en", "--ref-text-ids '250 251 9 700 41'", "english", "streaming"},
+        {"icl_nonstream_auto", "--ref-text-ids '250 251 9 700 41'", "auto", "non-streaming"},
+    };
+    for (int i = 0; i < 4; i++) {
+        char wav[600], voice[300], name[128];
+        snprintf(wav, sizeof wav, "%s", test_path("golden/data/base_clone/golden/%s/ref_audio.wav", runs[i].run));
+        snprintf(codes, sizeof codes, "%s/clone_%d.codes", g_tmp, i);
+        snprintf(voice, sizeof voice, "%s/clone_%d.qvoice", g_tmp, i);
+        snprintf(cmd, sizeof cmd, "%s --model %s %s --language %s --text-mode %s --ref-audio %s %s --save-voice %s --dump-codes %s",
+                 qtts_bin(), q(bc), common, runs[i].lang, runs[i].mode, q(wav), runs[i].voice_args, voice, codes);
+        int rc = run_cmd(cmd, err, sizeof err);
+        snprintf(name, sizeof name, "cli/clone/%s/codes_exact", runs[i].run);
+        test_report(name, rc == 0 && codes_match(codes, test_path("golden/data/base_clone/golden/%s/codes.npy", runs[i].run), why, sizeof why),
+                    "exit %d (%s) %s", rc, err, why);
+        snprintf(cmd, sizeof cmd, "%s --model %s %s --language %s --text-mode %s --voice %s --dump-codes %s", qtts_bin(),
+                 q(bc), common, runs[i].lang, runs[i].mode, voice, codes);
+        rc = run_cmd(cmd, err, sizeof err);
+        snprintf(name, sizeof name, "cli/clone/%s/saved_voice_same_codes", runs[i].run);
+        test_report(name, rc == 0 && codes_match(codes, test_path("golden/data/base_clone/golden/%s/codes.npy", runs[i].run), why, sizeof why),
+                    "exit %d (%s) %s", rc, err, why);
+    }
+    /* make a voice without speaking */
+    char voice[300];
+    snprintf(voice, sizeof voice, "%s/only.qvoice", g_tmp);
+    snprintf(cmd, sizeof cmd, "%s --model %s --ref-audio %s --xvector-only --save-voice %s", qtts_bin(), q(bc),
+             q(test_path("golden/data/base_clone/inputs/ref_audio.wav")), voice);
+    int rc = run_cmd(cmd, err, sizeof err);
+    test_report("cli/clone/save_only", rc == 0 && file_size(voice) > 64, "exit %d: %s", rc, err);
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 --ref-audio %s --xvector-only --dump-codes /dev/null",
+             q(cv), q(test_path("golden/data/base_clone/inputs/ref_audio.wav")));
+    expect_fail("cli/clone/ref_audio_on_custom_voice", cmd, 4, "Base model");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 --ref-audio %s --dump-codes /dev/null", q(bc),
+             q(test_path("golden/data/base_clone/inputs/ref_audio.wav")));
+    expect_fail("cli/clone/needs_transcript_or_xvector_only", cmd, 2, "--xvector-only");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 --voice %s/nonexistent.qvoice --dump-codes /dev/null",
+             q(bc), g_tmp);
+    expect_fail("cli/clone/missing_voice_file", cmd, 5, "nonexistent.qvoice");
+    FILE *f = fopen(voice, "r+b");
+    if (f) {
+        fseek(f, 70, SEEK_SET);
+        fputc(0x55, f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 --voice %s --dump-codes /dev/null", q(bc), voice);
+    expect_fail("cli/clone/corrupted_voice_file", cmd, 4, "corrupt");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 --ref-audio %s --ref-text hi --dump-codes /dev/null",
+             q(bc), q(test_path("golden/data/base_clone/config.json")));
+    expect_fail("cli/clone/not_audio", cmd, 4, "config.json");
+    (void)out;
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -388,6 +451,7 @@ int main(void) {
     golden_runs("e2e_string");
     audio_tests();
     main_job_tests();
+    clone_tests();
 
     char a[4096];
     const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");

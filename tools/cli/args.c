@@ -85,6 +85,12 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
             o->sample_format = v;
         }
         else if (!strcmp(a, "--stdout")) o->to_stdout = 1;
+        else if (!strcmp(a, "--ref-audio")) { NEED(); o->ref_audio = v; }
+        else if (!strcmp(a, "--ref-text")) { NEED(); o->ref_text = v; }
+        else if (!strcmp(a, "--ref-text-ids")) { NEED(); o->ref_text_ids = v; }
+        else if (!strcmp(a, "--xvector-only")) o->xvector_only = 1;
+        else if (!strcmp(a, "--save-voice")) { NEED(); o->save_voice = v; }
+        else if (!strcmp(a, "--voice")) { NEED(); o->voice = v; }
         else if (!strcmp(a, "--stream")) o->stream = 1;
         else if (!strcmp(a, "--chunk-frames")) { NEED(); rc = parse_int(a, v, 1, 4096, &o->chunk_frames); }
         else if (!strcmp(a, "--greedy")) o->greedy = 1;

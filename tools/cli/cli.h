@@ -30,6 +30,12 @@ typedef struct cli_opts {
     int to_stdout;           /* raw PCM to standard output */
     int stream;              /* write audio as it is generated */
     int chunk_frames;        /* 0 = library default */
+    const char *ref_audio;   /* voice cloning: reference recording */
+    const char *ref_text;    /* its transcript (ICL) */
+    const char *ref_text_ids;/* or its ids */
+    int xvector_only;        /* speaker embedding only */
+    const char *save_voice;  /* write the voice to this file */
+    const char *voice;       /* use a saved voice */
     int greedy;
     int have_seed;
     uint64_t seed;

@@ -84,22 +84,41 @@ int cmd_speak(int argc, char **argv, int first) {
         return EXIT_USAGE;
     }
     const int n_src = !!o.text + !!o.text_file + !!o.text_ids;
-    if (n_src != 1) {
+    const int voice_only = n_src == 0 && o.save_voice; /* just make and save a voice */
+    if (n_src != 1 && !voice_only) {
         fprintf(stderr, "qtts: give exactly one of --text, --text-file, --text-ids\n");
+        return EXIT_USAGE;
+    }
+    if (o.voice && o.ref_audio) {
+        fprintf(stderr, "qtts: give --voice FILE or --ref-audio F, not both\n");
+        return EXIT_USAGE;
+    }
+    if (o.save_voice && !o.ref_audio) {
+        fprintf(stderr, "qtts: --save-voice needs --ref-audio F (the recording to clone)\n");
+        return EXIT_USAGE;
+    }
+    if ((o.ref_text || o.ref_text_ids || o.xvector_only) && !o.ref_audio) {
+        fprintf(stderr, "qtts: --ref-text, --ref-text-ids and --xvector-only go with --ref-audio F\n");
+        return EXIT_USAGE;
+    }
+    if (o.ref_audio && o.xvector_only == !!(o.ref_text || o.ref_text_ids)) {
+        fprintf(stderr, "qtts: with --ref-audio give its transcript (--ref-text STR or --ref-text-ids) for in-context "
+                        "cloning, or --xvector-only\n");
         return EXIT_USAGE;
     }
     if (o.instruct && o.instruct_ids) {
         fprintf(stderr, "qtts: give --instruct or --instruct-ids, not both\n");
         return EXIT_USAGE;
     }
-    if (!o.dump_codes && !o.output && !o.to_stdout) {
+    if (!o.dump_codes && !o.output && !o.to_stdout && !voice_only) {
         fprintf(stderr, "qtts: nothing to write: give -o FILE, --stdout or --dump-codes FILE\n");
         return EXIT_USAGE;
     }
     const int want_audio = o.output || o.to_stdout;
     char *text = NULL;
-    int32_t *text_ids = NULL, *instr_ids = NULL;
-    int n_text_ids = 0, n_instr_ids = 0;
+    int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
+    int n_text_ids = 0, n_instr_ids = 0, n_ref_ids = 0;
+    qtts_voice *voice = NULL;
     qtts_model *m = NULL;
     qtts_context *ctx = NULL;
     dump_ctx d = {0};
@@ -107,14 +126,15 @@ int cmd_speak(int argc, char **argv, int first) {
     memset(&ao, 0, sizeof ao);
     float *pcm = NULL;
     if (o.text_ids) rc = cli_parse_ids(o.text_ids, "--text-ids", &text_ids, &n_text_ids);
-    else rc = cli_read_text(&o, &text);
+    else if (!voice_only) rc = cli_read_text(&o, &text);
     if (!rc && o.instruct_ids) rc = cli_parse_ids(o.instruct_ids, "--instruct-ids", &instr_ids, &n_instr_ids);
+    if (!rc && o.ref_text_ids) rc = cli_parse_ids(o.ref_text_ids, "--ref-text-ids", &ref_ids, &n_ref_ids);
     if (rc) goto out;
 
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o.n_threads;
     mp.tokenizer_alt_regex = o.alt_regex;
-    mp.load_codec = want_audio;
+    mp.load_codec = want_audio || (o.ref_audio && !o.xvector_only);
     mp.log = log_stderr;
     mp.log_user = &o.quiet;
     char err[1024];
@@ -124,7 +144,34 @@ int cmd_speak(int argc, char **argv, int first) {
         rc = s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
         goto out;
     }
+    if (o.ref_audio || o.voice) {
+        qtts_voice_params vp = qtts_voice_default_params();
+        vp.ref_text = o.ref_text;
+        vp.ref_text_ids = ref_ids;
+        vp.n_ref_text_ids = n_ref_ids;
+        vp.xvector_only = o.xvector_only;
+        s = o.voice ? qtts_voice_load(m, o.voice, &voice, err, sizeof err)
+                    : qtts_voice_from_file(m, o.ref_audio, &vp, &voice, err, sizeof err);
+        if (s) {
+            fprintf(stderr, "qtts: %s\n", err);
+            rc = s == QTTS_ERR_IO ? EXIT_IO : s == QTTS_ERR_FORMAT ? EXIT_INPUT : cli_exit_code(s);
+            goto out;
+        }
+        if (o.save_voice && (s = qtts_voice_save(voice, o.save_voice, err, sizeof err))) {
+            fprintf(stderr, "qtts: %s\n", err);
+            rc = EXIT_IO;
+            goto out;
+        }
+        if (voice_only) {
+            if (!o.quiet)
+                fprintf(stderr, "qtts: saved a %s voice to %s\n", qtts_voice_is_icl(voice) ? "in-context" : "x-vector",
+                        o.save_voice);
+            rc = 0;
+            goto out;
+        }
+    }
     qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.voice = voice;
     gp.text = text;
     gp.text_ids = text_ids;
     gp.n_text_ids = n_text_ids;
@@ -230,5 +277,7 @@ out:
     free(text);
     free(text_ids);
     free(instr_ids);
+    free(ref_ids);
+    qtts_voice_free(voice);
     return rc;
 }

@@ -1,0 +1,248 @@
+/* Cloned voices (Base models): reference recording -> 24 kHz mono ->
+ * speaker encoder x-vector (+ codec encoder reference codes and tokenized
+ * transcript for ICL), as the official create_voice_clone_prompt does; saved
+ * and loaded through the versioned voice file (model/voice_file.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/audio_reader.h"
+#include "model/generate.h"
+#include "model/voice_file.h"
+
+struct qtts_voice {
+    voice_data d;
+};
+
+qtts_voice_params qtts_voice_default_params(void) {
+    qtts_voice_params p;
+    memset(&p, 0, sizeof p);
+    p.max_ref_seconds = 60.0;
+    return p;
+}
+
+static qtts_status fail(qtts_error *e, char *errbuf, size_t n) {
+    if (errbuf && n) snprintf(errbuf, n, "%s", e->msg);
+    return e->status;
+}
+
+static qtts_status need_base(const qtts_model *m, qtts_error *e) {
+    if (m->cfg.type != QTTS_MODEL_BASE)
+        return err_set(e, QTTS_ERR_INPUT, "voice cloning needs a Base model; this is a %s model",
+                       m->cfg.type == QTTS_MODEL_CUSTOM_VOICE ? "CustomVoice (use --speaker)" :
+                                                                "VoiceDesign (describe the voice with --instruct)");
+    if (!m->spk_enc) return err_set(e, QTTS_ERR_MODEL, "%s: the checkpoint has no speaker encoder", m->dir);
+    return QTTS_OK;
+}
+
+/* pcm is 24 kHz mono. */
+static qtts_status make_voice(qtts_model *m, const float *pcm, size_t n, const qtts_voice_params *p, qtts_voice **out,
+                              qtts_error *e) {
+    const int icl = !p->xvector_only;
+    if (icl && !(p->ref_text && *p->ref_text) && !(p->ref_text_ids && p->n_ref_text_ids > 0))
+        return err_set(e, QTTS_ERR_INPUT,
+                       "in-context cloning needs the transcript of the reference recording (ref_text); "
+                       "or ask for x-vector-only cloning");
+    if (icl && !m->codec_enc)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "in-context cloning needs the codec encoder of speech_tokenizer/ (load the model with its codec)");
+    qtts_voice *v = calloc(1, sizeof *v);
+    if (!v) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    voice_data *d = &v->d;
+    snprintf(d->model_type, sizeof d->model_type, "%.15s", m->cfg.type_name);
+    snprintf(d->model_size, sizeof d->model_size, "%.15s", m->cfg.size_name);
+    d->hidden_size = m->cfg.talker.hidden;
+    d->n_codebooks = m->cfg.n_code_groups;
+    d->codebook_size = m->cfg.cp.vocab;
+    d->icl = icl;
+    d->xvector_len = m->cfg.talker.hidden;
+    d->xvector = malloc(sizeof(float) * d->xvector_len);
+    qtts_status s = d->xvector ? QTTS_OK : err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    if (!s) s = speaker_encoder_embed(m->spk_enc, pcm, n, d->xvector, e);
+    if (!s && icl) {
+        s = codec_encoder_encode(m->codec_enc, pcm, n, &d->ref_codes, &d->n_ref_frames, e);
+        if (!s && d->n_ref_frames < 1) s = err_set(e, QTTS_ERR_INPUT, "the reference recording is too short");
+    }
+    if (!s && icl) {
+        if (p->ref_text_ids && p->n_ref_text_ids > 0) {
+            d->ref_text_ids = malloc(sizeof(int32_t) * p->n_ref_text_ids);
+            if (!d->ref_text_ids) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+            else {
+                memcpy(d->ref_text_ids, p->ref_text_ids, sizeof(int32_t) * p->n_ref_text_ids);
+                d->n_ref_text_ids = p->n_ref_text_ids;
+            }
+        } else {
+            /* tokenize the whole template as the wrapper does, keep ids [3:-2] */
+            size_t len = strlen(p->ref_text) + 64;
+            char *tpl = malloc(len);
+            int32_t *ids = NULL;
+            int k = 0;
+            if (!tpl) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+            else {
+                snprintf(tpl, len, "<|im_start|>assistant\n%s<|im_end|>\n", p->ref_text);
+                s = model_tokenize(m, tpl, &ids, &k, e);
+                free(tpl);
+            }
+            if (!s && k < 6) s = err_set(e, QTTS_ERR_INPUT, "the reference transcript is empty");
+            if (!s) {
+                d->n_ref_text_ids = k - 5;
+                d->ref_text_ids = malloc(sizeof(int32_t) * d->n_ref_text_ids);
+                if (!d->ref_text_ids) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+                else memcpy(d->ref_text_ids, ids + 3, sizeof(int32_t) * d->n_ref_text_ids);
+            }
+            free(ids);
+        }
+        if (!s && p->ref_text && !(d->ref_text = strdup(p->ref_text))) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    if (s) {
+        qtts_voice_free(v);
+        return s;
+    }
+    *out = v;
+    return QTTS_OK;
+}
+
+static audio_read_params read_params(const qtts_voice_params *p) {
+    audio_read_params rp = audio_read_default_params();
+    if (p->max_ref_seconds > 0) rp.max_seconds = p->max_ref_seconds;
+    return rp;
+}
+
+qtts_status qtts_voice_from_file(qtts_model *m, const char *path, const qtts_voice_params *params, qtts_voice **out,
+                                 char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !path || !out) return QTTS_ERR_INVALID_ARG;
+    *out = NULL;
+    qtts_voice_params p = params ? *params : qtts_voice_default_params();
+    if (need_base(m, &e)) return fail(&e, errbuf, n);
+    audio_read_params rp = read_params(&p);
+    float *pcm = NULL;
+    size_t ns = 0;
+    if (audio_read_24k(path, &rp, &pcm, &ns, NULL, &e)) return fail(&e, errbuf, n);
+    qtts_status s = make_voice(m, pcm, ns, &p, out, &e);
+    free(pcm);
+    if (s) err_prefix(&e, "%s: ", path);
+    return s ? fail(&e, errbuf, n) : QTTS_OK;
+}
+
+qtts_status qtts_voice_from_memory(qtts_model *m, const void *data, size_t size, const char *name,
+                                   const qtts_voice_params *params, qtts_voice **out, char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !data || !out) return QTTS_ERR_INVALID_ARG;
+    *out = NULL;
+    qtts_voice_params p = params ? *params : qtts_voice_default_params();
+    if (need_base(m, &e)) return fail(&e, errbuf, n);
+    audio_read_params rp = read_params(&p);
+    float *pcm = NULL;
+    size_t ns = 0;
+    if (audio_decode_24k_mem(data, size, name ? name : "upload", &rp, &pcm, &ns, NULL, &e)) return fail(&e, errbuf, n);
+    qtts_status s = make_voice(m, pcm, ns, &p, out, &e);
+    free(pcm);
+    return s ? fail(&e, errbuf, n) : QTTS_OK;
+}
+
+qtts_status qtts_voice_from_pcm(qtts_model *m, const float *pcm, size_t ns, int rate, const qtts_voice_params *params,
+                                qtts_voice **out, char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !pcm || !out) return QTTS_ERR_INVALID_ARG;
+    *out = NULL;
+    qtts_voice_params p = params ? *params : qtts_voice_default_params();
+    if (need_base(m, &e)) return fail(&e, errbuf, n);
+    if (rate <= 0) {
+        err_set(&e, QTTS_ERR_INVALID_ARG, "sample rate must be > 0 (got %d)", rate);
+        return fail(&e, errbuf, n);
+    }
+    if ((double)ns / rate > (p.max_ref_seconds > 0 ? p.max_ref_seconds : 60.0)) {
+        err_set(&e, QTTS_ERR_LIMIT, "the reference is %.1f s long; the limit is %.1f s: use a shorter clip",
+                (double)ns / rate, p.max_ref_seconds > 0 ? p.max_ref_seconds : 60.0);
+        return fail(&e, errbuf, n);
+    }
+    float *r = NULL;
+    size_t nr = ns;
+    qtts_status s = QTTS_OK;
+    if (rate != 24000) {
+        if ((s = audio_resample_24k(pcm, ns, rate, &r, &nr, &e))) return fail(&e, errbuf, n);
+    }
+    s = make_voice(m, r ? r : pcm, nr, &p, out, &e);
+    free(r);
+    return s ? fail(&e, errbuf, n) : QTTS_OK;
+}
+
+qtts_status qtts_voice_save(const qtts_voice *v, const char *path, char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!v || !path) return QTTS_ERR_INVALID_ARG;
+    return voice_save(path, &v->d, &e) ? fail(&e, errbuf, n) : QTTS_OK;
+}
+
+qtts_status qtts_voice_save_memory(const qtts_voice *v, unsigned char **data, size_t *size, char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!v || !data || !size) return QTTS_ERR_INVALID_ARG;
+    return voice_save_mem(&v->d, data, size, &e) ? fail(&e, errbuf, n) : QTTS_OK;
+}
+
+static qtts_status check(const qtts_model *m, qtts_voice *v, qtts_error *e) {
+    return voice_check_compatible(&v->d, m->cfg.type_name, m->cfg.size_name, m->cfg.talker.hidden,
+                                  m->cfg.n_code_groups, m->cfg.cp.vocab, e);
+}
+
+qtts_status qtts_voice_load(qtts_model *m, const char *path, qtts_voice **out, char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !path || !out) return QTTS_ERR_INVALID_ARG;
+    *out = NULL;
+    qtts_voice *v = calloc(1, sizeof *v);
+    if (!v) return QTTS_ERR_NOMEM;
+    qtts_status s = voice_load(path, &v->d, &e);
+    if (!s && (s = check(m, v, &e))) err_prefix(&e, "%s: ", path);
+    if (s) {
+        qtts_voice_free(v);
+        return fail(&e, errbuf, n);
+    }
+    *out = v;
+    return QTTS_OK;
+}
+
+qtts_status qtts_voice_load_memory(qtts_model *m, const void *data, size_t size, const char *name, qtts_voice **out,
+                                   char *errbuf, size_t n) {
+    qtts_error e;
+    err_clear(&e);
+    if (!m || !data || !out) return QTTS_ERR_INVALID_ARG;
+    *out = NULL;
+    qtts_voice *v = calloc(1, sizeof *v);
+    if (!v) return QTTS_ERR_NOMEM;
+    qtts_status s = voice_load_mem(data, size, name ? name : "voice", &v->d, &e);
+    if (!s) s = check(m, v, &e);
+    if (s) {
+        qtts_voice_free(v);
+        return fail(&e, errbuf, n);
+    }
+    *out = v;
+    return QTTS_OK;
+}
+
+void qtts_voice_free(qtts_voice *v) {
+    if (!v) return;
+    voice_free(&v->d);
+    free(v);
+}
+
+int qtts_voice_is_icl(const qtts_voice *v) { return v && v->d.icl; }
+int qtts_voice_n_ref_frames(const qtts_voice *v) { return v ? v->d.n_ref_frames : 0; }
+const char *qtts_voice_ref_text(const qtts_voice *v) { return v && v->d.ref_text ? v->d.ref_text : ""; }
+
+/* For generate.c: fill the clone fields of a request from a voice. */
+void voice_apply(const qtts_voice *v, qtts_gen_params *p) {
+    p->xvector = v->d.xvector;
+    if (v->d.icl) {
+        p->ref_codes = v->d.ref_codes;
+        p->n_ref_frames = v->d.n_ref_frames;
+        p->ref_text_ids = v->d.ref_text_ids;
+        p->n_ref_text_ids = v->d.n_ref_text_ids;
+        p->ref_text = NULL;
+    }
+}
