@@ -440,6 +440,79 @@ static void clone_tests(void) {
     (void)out;
 }
 
+/* qtts script: three voices from three model types in one file; unknown
+ * names are listed; a cast that fits no loaded model is a clear error. The
+ * tiny Base and VoiceDesign checkpoints get tests/golden/tiny_tokenizer (their
+ * 1024-id vocabulary) so that they can read text. */
+static void script_tests(void) {
+    char cmd[16384], err[8192], out[4096];
+    char e2e[512], bc[512], vd[512], tok[512];
+    snprintf(e2e, sizeof e2e, "%s", test_path("golden/data/e2e_string"));
+    snprintf(bc, sizeof bc, "%s", test_path("golden/data/base_clone"));
+    snprintf(vd, sizeof vd, "%s", test_path("golden/data/voice_design"));
+    snprintf(tok, sizeof tok, "%s", test_path("golden/tiny_tokenizer"));
+    snprintf(cmd, sizeof cmd,
+             "set -e; for m in bc vd; do mkdir -p %s/$m; done; "
+             "for f in %s/*; do ln -sf \"$(cd \"$(dirname \"$f\")\" && pwd)/$(basename \"$f\")\" %s/bc/; done; "
+             "for f in %s/*; do ln -sf \"$(cd \"$(dirname \"$f\")\" && pwd)/$(basename \"$f\")\" %s/vd/; done; "
+             "cp %s/* %s/bc/; cp %s/* %s/vd/",
+             g_tmp, q(bc), g_tmp, q(vd), g_tmp, q(tok), g_tmp, q(tok), g_tmp);
+    int rc = run_cmd(cmd, err, sizeof err);
+    if (rc) {
+        test_report("cli/script/setup", 0, "%s", err);
+        return;
+    }
+    char voice[300], script[300], wav[300], alone[300];
+    snprintf(voice, sizeof voice, "%s/bob.qvoice", g_tmp);
+    snprintf(script, sizeof script, "%s/dialogue.txt", g_tmp);
+    snprintf(wav, sizeof wav, "%s/dialogue.wav", g_tmp);
+    snprintf(alone, sizeof alone, "%s/alice.wav", g_tmp);
+    snprintf(cmd, sizeof cmd, "%s --model %s/bc --ref-audio %s --ref-text 'Hi there' --save-voice %s", qtts_bin(), g_tmp,
+             q(test_path("golden/data/base_clone/inputs/ref_audio.wav")), voice);
+    rc = run_cmd(cmd, err, sizeof err);
+    test_report("cli/script/make_voice_with_text_transcript", rc == 0, "exit %d: %s", rc, err);
+    FILE *f = fopen(script, "w");
+    fprintf(f, "# a short scene\nALICE: Hello Bob, how are you?\nBOB: Fine, thanks.\n\nCAROL: Welcome to the show!\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "%s script %s --model %s --model %s/bc --model %s/vd --cast 'ALICE=vivian, BOB=%s' "
+             "--cast 'CAROL=design:A calm, low voice' -o %s --language english",
+             qtts_bin(), script, q(e2e), g_tmp, g_tmp, voice, wav);
+    rc = run_cmd(cmd, err, sizeof err);
+    SF_INFO info;
+    float *pcm = NULL;
+    int ok = rc == 0 && read_sound(wav, &info, &pcm);
+    const long want = 3 * 15360 + 2 * 9600; /* 8 frames per turn (max_new_tokens 9), 400 ms pauses */
+    test_report("cli/script/three_model_types", ok && info.frames == want, "exit %d (%s), %lld samples, want %ld", rc, err,
+                ok ? (long long)info.frames : -1LL, want);
+    /* the first turn equals ALICE's line spoken alone */
+    snprintf(cmd, sizeof cmd, "%s --model %s --speaker vivian --language english --text 'Hello Bob, how are you?' -o %s "
+             "--sample-format f32", qtts_bin(), q(e2e), alone);
+    float *a = NULL;
+    rc = run_cmd(cmd, err, sizeof err);
+    SF_INFO ia;
+    int same = ok && rc == 0 && read_sound(alone, &ia, &a) && ia.frames == 15360;
+    for (long i = 0; same && i < 15360; i++)
+        if (fabsf(a[i] - pcm[i]) > 1.5f / 32767) same = 0;
+    test_report("cli/script/turn_equals_solo", same, "exit %d: %s", rc, err);
+    int silent = ok && info.frames == want;
+    for (long i = 15360; silent && i < 15360 + 9600; i++)
+        if (pcm[i] != 0.0f) silent = 0;
+    test_report("cli/script/pause_between_turns", silent, "no silent gap after the first turn");
+    free(a);
+    free(pcm);
+    f = fopen(script, "w");
+    fprintf(f, "ALICE: Hi.\nZED: Who am I?\nYUKI: Me neither.\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "script %s --model %s --cast ALICE=vivian -o %s", script, q(e2e), wav);
+    expect_fail("cli/script/unknown_names", cmd, 4, "ZED (line 2), YUKI (line 3)");
+    snprintf(cmd, sizeof cmd, "script %s --model %s --cast ALICE=design:calm,ZED=ryan,YUKI=ryan -o %s", script, q(e2e), wav);
+    expect_fail("cli/script/cast_needs_voice_design", cmd, 4, "VoiceDesign");
+    snprintf(cmd, sizeof cmd, "script %s --model %s --cast ALICE=%s,ZED=ryan,YUKI=ryan -o %s", script, q(e2e), voice, wav);
+    expect_fail("cli/script/voice_needs_base", cmd, 4, "Base");
+    (void)out;
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -452,6 +525,7 @@ int main(void) {
     audio_tests();
     main_job_tests();
     clone_tests();
+    script_tests();
 
     char a[4096];
     const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");

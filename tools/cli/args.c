@@ -49,7 +49,23 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         i++;                                                              \
     } while (0)
         int rc = 0;
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) { NEED(); o->model_dir = v; }
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) {
+            NEED();
+            o->model_dir = v;
+            if (o->n_models == CLI_MAX_MODELS) {
+                fprintf(stderr, "qtts: at most %d --model options\n", CLI_MAX_MODELS);
+                return EXIT_USAGE;
+            }
+            o->models[o->n_models++] = v;
+        }
+        else if (!strcmp(a, "--cast")) {
+            NEED();
+            if (o->n_casts == CLI_MAX_CASTS) {
+                fprintf(stderr, "qtts: at most %d --cast options\n", CLI_MAX_CASTS);
+                return EXIT_USAGE;
+            }
+            o->casts[o->n_casts++] = v;
+        }
         else if (!strcmp(a, "--text") || !strcmp(a, "-t")) { NEED(); o->text = v; }
         else if (!strcmp(a, "--text-file")) { NEED(); o->text_file = v; }
         else if (!strcmp(a, "--text-ids")) { NEED(); o->text_ids = v; }

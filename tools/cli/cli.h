@@ -12,8 +12,15 @@ enum { EXIT_OK = 0, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_INPUT = 4, EXIT_IO = 5,
 
 #define CLI_MAX_TEXT_BYTES (1 << 20) /* 1 MiB of text per run */
 
+#define CLI_MAX_MODELS 8
+#define CLI_MAX_CASTS 64
+
 typedef struct cli_opts {
-    const char *model_dir;
+    const char *model_dir;   /* the last --model */
+    const char *models[CLI_MAX_MODELS]; /* every --model, in order (qtts script) */
+    int n_models;
+    const char *casts[CLI_MAX_CASTS];   /* every --cast value (qtts script) */
+    int n_casts;
     const char *text;        /* literal text */
     const char *text_file;   /* file or "-" */
     const char *text_ids;    /* "I I ..." */
@@ -65,6 +72,7 @@ int cmd_tokenize(int argc, char **argv, int first);
 int cmd_decode(int argc, char **argv, int first);
 int cmd_voices(int argc, char **argv, int first);
 int cmd_info(int argc, char **argv, int first);
+int cmd_script(int argc, char **argv, int first);
 
 /* Audio output chosen by -o/--format/--sample-format/--stdout. */
 typedef struct cli_audio_out {

@@ -13,6 +13,10 @@ void cli_usage(void) {
         "usage: qtts [speak] --model DIR (--text STR | --text-file F | --text-ids \"I I ...\") [options]\n"
         "       qtts decode --model DIR --codes FILE (-o OUT | --stdout)   saved codes -> audio\n"
         "       qtts tokenize --model DIR --text STR                        print token ids\n"
+        "       qtts script FILE --model DIR [--model DIR2 ...] --cast NAME=VOICE[,NAME=VOICE...] -o OUT\n"
+        "                                  render a dialogue written as \"NAME: line\" per line; VOICE is a preset\n"
+        "                                  speaker (CustomVoice model), a saved voice file (Base model) or a voice\n"
+        "                                  description (VoiceDesign model); prefixes speaker:, voice:, design: force one\n"
         "       qtts voices --model DIR                                     speakers and languages\n"
         "       qtts info --model DIR                                       variant, sizes, dtypes, files\n"
         "\n"
@@ -80,6 +84,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "decode")) return cmd_decode(argc, argv, 2);
     if (!strcmp(argv[1], "voices")) return cmd_voices(argc, argv, 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc, argv, 2);
+    if (!strcmp(argv[1], "script")) return cmd_script(argc, argv, 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         cli_usage();
         return EXIT_OK;
