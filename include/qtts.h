@@ -104,6 +104,11 @@ typedef struct qtts_model_info {
     int has_tokenizer;        /* 1 when vocab.json + merges.txt were found */
     int has_codec;            /* 1 when speech_tokenizer/ was loaded */
     int has_speaker_encoder;  /* 1 for Base models */
+    int64_t talker_bytes;     /* weight bytes the talker reads per frame (layers + codec_head) */
+    int64_t predictor_bytes;  /* weight bytes the code predictor reads per frame (15 steps) */
+    int64_t codec_bytes;      /* codec decoder weight bytes */
+    const char *kernels;      /* CPU kernel path in use ("scalar", "avx2", "avx512") */
+    int n_threads;            /* compute threads */
     int64_t n_params;         /* parameters in model.safetensors */
     int64_t weight_bytes;     /* bytes of model.safetensors tensors */
     const char *weight_dtype; /* dominant dtype of the talker, "BF16", "F32", ... */
@@ -187,6 +192,14 @@ typedef struct qtts_gen_params {
      * and report QTTS_STOP_LENGTH_CAP with a warning. 0 = off (max_new_tokens
      * still applies). Default 1. */
     int auto_length_cap;
+    /* Measurement aids (qtts-bench). force_frames > 0: generate exactly this
+     * many frames, EOS disabled and length cap off (max_new_tokens ignored).
+     * teacher_codes: [n_teacher_frames][16] codes fed back instead of the
+     * model's own choices (teacher forcing); the model's choices are still
+     * made and compared (qtts_context_get_stats). Defaults 0 / NULL / 0. */
+    int force_frames;
+    const int32_t *teacher_codes;
+    int n_teacher_frames;
 } qtts_gen_params;
 
 /* Why the last generation (the last piece) ended. */
@@ -222,6 +235,25 @@ const char *qtts_context_last_error(const qtts_context *ctx);
  * last qtts_synthesize call were stopped by the automatic length cap. */
 qtts_stop_reason qtts_context_stop_reason(const qtts_context *ctx);
 int qtts_context_n_capped_pieces(const qtts_context *ctx);
+
+/* Where the time of the last qtts_generate_codes / qtts_synthesize went
+ * (all pieces together), and teacher-forcing agreement when teacher codes
+ * were given. Times are wall-clock milliseconds on the calling thread, except
+ * decode_ms, which the decode worker measures (it overlaps generation). */
+typedef struct qtts_stats {
+    int n_prompt;            /* talker prompt positions (last piece) */
+    int n_frames;            /* frames generated */
+    double prefill_ms;       /* prompt building + talker prefill */
+    double talker_ms;        /* talker steps incl. codec_head and sampling */
+    double predictor_ms;     /* code predictor (15 codebooks per frame) */
+    double decode_ms;        /* codec decoder */
+    double first_audio_ms;   /* from the call to the first PCM chunk (qtts_synthesize) */
+    int n_chunks;            /* PCM chunks delivered */
+    int teacher_frames;      /* frames compared against teacher codes */
+    int teacher_agree[64];   /* per codebook: frames where the model chose the teacher's code */
+} qtts_stats;
+
+void qtts_context_get_stats(const qtts_context *ctx, qtts_stats *stats);
 
 /* Generates codec frames for one utterance. Frames go to on_frame as they are
  * made (may be NULL) and, if codes_out is not NULL, are also collected into a

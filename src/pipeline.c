@@ -31,6 +31,8 @@ qtts_audio_params qtts_audio_default_params(void) {
 /* Where audio goes: the caller's callback and/or a growing buffer. Used by one
  * thread at a time (the worker during a piece, the caller between pieces). */
 typedef struct sink {
+    qtts_stats *stats;    /* first_audio_ms, n_chunks */
+    double t0;            /* call start, ms */
     qtts_audio_fn on_audio;
     void *user;
     int collect;
@@ -51,6 +53,9 @@ static qtts_status sink_put(sink *k, const float *pcm, size_t n, qtts_error *e) 
         }
         memcpy(k->out + k->n_out, pcm, sizeof(float) * n);
         k->n_out += n;
+    }
+    if (n && k->stats) {
+        if (k->stats->n_chunks++ == 0) k->stats->first_audio_ms = now_ms() - k->t0;
     }
     k->n_delivered += n;
     if (k->on_audio && n && k->on_audio(pcm, n, k->user))
@@ -82,7 +87,9 @@ typedef struct synth {
 
 /* Decode and deliver k frames already copied to s->chunk. */
 static qtts_status deliver(synth *s, int k) {
+    const double t = now_ms();
     qtts_status st = codec_stream_decode(s->ctx->codec, s->chunk, k, s->pcm, &s->err);
+    s->ctx->stats.decode_ms += now_ms() - t;
     if (st) return st;
     s->n_decoded += k;
     return sink_put(s->snk, s->pcm, (size_t)k * s->spf, &s->err);
@@ -264,7 +271,8 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
     err_clear(&e);
     qtts_status st = QTTS_OK;
     const qtts_model *m = ctx->model;
-    sink snk = {on_audio, user, pcm_out != NULL, NULL, 0, 0, 0};
+    memset(&ctx->stats, 0, sizeof ctx->stats);
+    sink snk = {&ctx->stats, now_ms(), on_audio, user, pcm_out != NULL, NULL, 0, 0, 0};
     text_piece *pieces = NULL;
     int n_pieces = 1;
     char *piece_text = NULL;
@@ -317,7 +325,9 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
             ctx->stop_reason = QTTS_STOP_CANCELLED;
             break;
         }
+        ctx->keep_stats = 1;
         st = synth_piece(ctx, &pp, &ap, &snk, &n_frames, &ref_last, &e);
+        ctx->keep_stats = 0;
         if (ctx->stop_reason == QTTS_STOP_LENGTH_CAP) ctx->n_capped++;
         if (!st && pieces && pieces[i].pause_after_ms > 0 && i + 1 < n_pieces)
             st = put_silence(&snk, pieces[i].pause_after_ms, &e);
@@ -331,6 +341,7 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
         const size_t cut = codec_icl_cut_samples(gp->n_ref_frames, total, (size_t)total * spf);
         if (cut < ref_n) {
             snk.on_audio = NULL; /* the extra sample goes to the returned waveform only */
+            snk.stats = NULL;
             if ((st = sink_put(&snk, &ref_last, 1, &e)) == QTTS_OK) {
                 memmove(snk.out + 1, snk.out, sizeof(float) * (snk.n_out - 1));
                 snk.out[0] = ref_last;

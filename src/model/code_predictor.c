@@ -84,7 +84,8 @@ static void project(const ops_ctx *ops, const cp_weights *w, const float *in, in
 }
 
 void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_state *s, const float *y, const float *c0_embed,
-                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace) {
+                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace, const int32_t *force,
+                int *agree) {
     const int H = w->embed[0].cols, V = w->tf.cfg.vocab;
     memcpy(s->in, y, sizeof(float) * H);
     memcpy(s->in + H, c0_embed, sizeof(float) * H);
@@ -106,5 +107,9 @@ void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_state *s, const floa
         ops_matmul(ops, &w->head[g], s->y, 1, NULL, s->logits);
         if (trace && trace->on_logits) trace->on_logits(g, s->logits, V, trace->user);
         codes[g] = sample_token(rng, s->logits, V, sp);
+        if (force) {
+            if (agree) agree[g] = codes[g] == force[g];
+            codes[g] = force[g];
+        }
     }
 }

@@ -44,7 +44,10 @@ typedef struct cp_trace {
 
 /* Predict codes[1..n_groups] of a frame from the talker hidden y[H] and the
  * codebook-0 embedding c0_embed[H]. */
+/* force (optional, [n_groups]): teacher codes fed forward instead of the
+ * model's picks; agree[g] (optional) gets 1 where the pick equalled force[g]. */
 void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_state *s, const float *y, const float *c0_embed,
-                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace);
+                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace, const int32_t *force,
+                int *agree);
 
 #endif

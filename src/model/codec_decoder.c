@@ -424,6 +424,13 @@ void codec_decoder_free(codec_decoder *d) {
     free(d);
 }
 
+int64_t codec_decoder_weight_bytes(const codec_decoder *d) {
+    int64_t b = 0;
+    for (int i = 0; i < d->st.n_tensors; i++)
+        if (!strncmp(d->st.tensors[i].name, "decoder.", 8)) b += (int64_t)d->st.tensors[i].nbytes;
+    return b;
+}
+
 int codec_decoder_samples_per_frame(const codec_decoder *d) { return d->cfg.samples_per_frame; }
 int codec_decoder_n_codebooks(const codec_decoder *d) { return d->cfg.n_q; }
 int codec_decoder_codebook_size(const codec_decoder *d) { return d->cfg.codebook_size; }

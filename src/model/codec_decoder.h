@@ -33,6 +33,7 @@ int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
 int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */
 int codec_decoder_codebook_size(const codec_decoder *d);     /* 2048 */
 int codec_decoder_sample_rate_hz(const codec_decoder *d);    /* 24000 */
+int64_t codec_decoder_weight_bytes(const codec_decoder *d);  /* bytes of the decoder.* tensors */
 
 /* New stream at position 0 (silence history). Owned by the caller: free with
  * codec_stream_free. The stream borrows d, which must outlive it. */

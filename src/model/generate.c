@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 qtts_context_params qtts_context_default_params(void) {
     qtts_context_params p;
@@ -21,6 +22,9 @@ qtts_gen_params qtts_gen_default_params(const qtts_model *m) {
     p.newline_id = -1;
     p.user_id = -1;
     p.auto_length_cap = 1;
+    p.force_frames = 0;
+    p.teacher_codes = NULL;
+    p.n_teacher_frames = 0;
     if (m) {
         p.talker = m->gen.talker;
         p.predictor = m->gen.predictor;
@@ -88,6 +92,21 @@ qtts_stop_reason qtts_context_stop_reason(const qtts_context *c) { return c ? c-
 int qtts_context_n_capped_pieces(const qtts_context *c) { return c ? c->n_capped : 0; }
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t) { ctx->trace = t; }
+
+double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+void qtts_context_get_stats(const qtts_context *c, qtts_stats *st) {
+    if (!st) return;
+    if (!c) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    *st = c->stats;
+}
 
 /* ---------------------------------------------------------------- request */
 
@@ -316,12 +335,22 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         return s;
     if (p->max_new_tokens < 1)
         return err_set(e, QTTS_ERR_INVALID_ARG, "max_new_tokens must be >= 1 (got %d)", p->max_new_tokens);
+    if (p->force_frames < 0 || p->n_teacher_frames < 0 || (p->teacher_codes && p->n_teacher_frames < 1))
+        return err_set(e, QTTS_ERR_INVALID_ARG, "force_frames and n_teacher_frames must be >= 0 (teacher codes need frames)");
+    for (int i = 0; p->teacher_codes && i < p->n_teacher_frames * G; i++) {
+        if (p->teacher_codes[i] < 0 || p->teacher_codes[i] >= cfg->cp.vocab)
+            return err_set(e, QTTS_ERR_INPUT, "teacher code %d at frame %d is outside [0, %d)", p->teacher_codes[i], i / G,
+                           cfg->cp.vocab);
+    }
+    if (!c->keep_stats) memset(&c->stats, 0, sizeof c->stats);
+    double t_start = now_ms();
+    const int forced = p->teacher_codes ? p->n_teacher_frames : p->force_frames;
     c->stop_reason = QTTS_STOP_NONE;
     gen_request req;
     if ((s = gen_resolve(m, p, &req, e))) return s;
     /* runaway guard: frames allowed for this text */
     const int n_text_tokens = req.n_text_tokens;
-    const int cap_frames = p->auto_length_cap ? 50 + 8 * n_text_tokens : -1;
+    const int cap_frames = p->auto_length_cap && !forced ? 50 + 8 * n_text_tokens : -1;
     prompt_out pr;
     s = prompt_build(&m->ops, cfg, &m->talker, &m->cp, &req.in, &pr, e);
     gen_request_free(&req);
@@ -348,20 +377,30 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
                tr ? tr->user : NULL);
     free(rows);
     tf_final_norm(&m->talker.tf, pr.embeds + (size_t)(P - 1) * H, c->y, 1);
+    c->stats.n_prompt = P;
+    double t_mark = now_ms();
+    c->stats.prefill_ms += t_mark - t_start;
 
     int32_t *codes = NULL;
     int n_out = 0, cap_out = 0;
     int32_t frame[64];
-    const int max_new = p->max_new_tokens;
+    int agree[64];
+    const int max_new = forced ? forced + 1 : p->max_new_tokens;
     for (int k = 0; k < max_new; k++) {
         if (tr && tr->on_step_hidden) tr->on_step_hidden(k, c->y, H, tr->user);
         ops_matmul(&m->ops, &m->talker.codec_head, c->y, 1, NULL, c->logits);
         logits_repetition_penalty(c->logits, V, c->hist, k, p->talker.repetition_penalty);
-        if (k < 2) c->logits[cfg->codec_eos] = -INFINITY;
+        if (k < 2 || forced) c->logits[cfg->codec_eos] = -INFINITY;
         for (int i = cfg->cp.vocab; i < V; i++)
             if (i != cfg->codec_eos) c->logits[i] = -INFINITY;
         if (tr && tr->on_talker_logits) tr->on_talker_logits(k, c->logits, V, tr->user);
-        const int c0 = sample_token(&c->rng, c->logits, V, &p->talker);
+        int c0 = sample_token(&c->rng, c->logits, V, &p->talker);
+        const int32_t *teach = p->teacher_codes && k < p->n_teacher_frames ? p->teacher_codes + (size_t)k * G : NULL;
+        if (teach) {
+            c->stats.teacher_frames++;
+            c->stats.teacher_agree[0] += c0 == teach[0];
+            c0 = teach[0];
+        }
         if (tr && tr->on_talker_token) tr->on_talker_token(k, c0, tr->user);
         if (k >= c->hist_cap) {
             int32_t *h = realloc(c->hist, sizeof(int32_t) * c->hist_cap * 2);
@@ -378,7 +417,7 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
             break;
         }
         if (k == max_new - 1) {
-            c->stop_reason = QTTS_STOP_MAX_TOKENS;
+            c->stop_reason = forced ? QTTS_STOP_NONE : QTTS_STOP_MAX_TOKENS;
             break;
         }
         const int pos = P + k;
@@ -397,8 +436,16 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         }
         /* code predictor */
         frame[0] = c0;
+        double t_cp = now_ms();
+        c->stats.talker_ms += t_cp - t_mark;
         ops_get_row(&m->talker.codec_embedding, c0, c->c0e);
-        cp_predict(&m->ops, &m->cp, &c->cp, c->y, c->c0e, &p->predictor, &c->rng, frame + 1, tr ? &tr->cp : NULL);
+        cp_predict(&m->ops, &m->cp, &c->cp, c->y, c->c0e, &p->predictor, &c->rng, frame + 1, tr ? &tr->cp : NULL,
+                   teach ? teach + 1 : NULL, agree);
+        if (teach)
+            for (int g = 1; g < G && g < 64; g++) c->stats.teacher_agree[g] += agree[g - 1];
+        t_mark = now_ms();
+        c->stats.predictor_ms += t_mark - t_cp;
+        c->stats.n_frames++;
         if (codes_out) {
             if (n_out == cap_out) {
                 cap_out = cap_out ? cap_out * 2 : 64;
@@ -426,6 +473,7 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         tf_forward(&m->ops, &m->talker.tf, &c->scratch, &r, c->x, 1, NULL, NULL);
         tf_final_norm(&m->talker.tf, c->x, c->y, 1);
     }
+    c->stats.talker_ms += now_ms() - t_mark;
     if (codes_out) *codes_out = codes;
     else free(codes);
     if (n_frames) *n_frames = n_out;

@@ -39,12 +39,17 @@ struct qtts_context {
     int hist_cap;
     codec_stream *codec;   /* audio decoder state; NULL when the model has no codec */
     const gen_trace *trace;
+    qtts_stats stats;             /* of the last generate / synthesize call */
+    int keep_stats;               /* set by qtts_synthesize: do not reset per piece */
     qtts_stop_reason stop_reason; /* of the last generation */
     int n_capped;                 /* pieces stopped by the length cap in the last synthesize */
     char err[QTTS_ERROR_MSG_MAX];
 };
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t);
+
+/* Monotonic clock in milliseconds. */
+double now_ms(void);
 
 /* The resolved template ids for a request (for tests and tools). */
 typedef struct gen_request {

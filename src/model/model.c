@@ -59,6 +59,29 @@ static qtts_status load_tokenizer(qtts_model *m, qtts_error *e) {
     return QTTS_OK;
 }
 
+static int64_t mat_bytes(const qt_mat *w) { return (int64_t)w->rows * w->cols * (int64_t)dtype_size(w->dtype); }
+
+static int64_t layers_bytes(const tf_weights *w) {
+    int64_t b = 0;
+    for (int l = 0; l < w->cfg.n_layers; l++) {
+        const tf_layer *L = &w->layers[l];
+        b += mat_bytes(&L->wq) + mat_bytes(&L->wk) + mat_bytes(&L->wv) + mat_bytes(&L->wo) + mat_bytes(&L->wgate) +
+             mat_bytes(&L->wup) + mat_bytes(&L->wdown);
+    }
+    return b;
+}
+
+/* Weight bytes read per frame: the talker once (layers + codec_head); the
+ * code predictor's layers 15 times (1 two-row prefill + 14 steps), each head
+ * once and the projection for all 16 inputs. */
+static void count_frame_bytes(qtts_model *m) {
+    m->talker_bytes = layers_bytes(&m->talker.tf) + mat_bytes(&m->talker.codec_head);
+    int64_t heads = 0;
+    for (int g = 0; g < m->cp.n_groups; g++) heads += mat_bytes(&m->cp.head[g]);
+    m->predictor_bytes = (int64_t)m->cp.n_groups * layers_bytes(&m->cp.tf) + heads +
+                         (m->cp.has_proj ? (int64_t)(m->cp.n_groups + 1) * mat_bytes(&m->cp.proj) : 0);
+}
+
 static void count_weights(qtts_model *m) {
     int64_t bf16 = 0, f32 = 0, f16 = 0;
     for (int i = 0; i < m->st.n_tensors; i++) {
@@ -125,6 +148,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         }
     }
     count_weights(m);
+    count_frame_bytes(m);
     m->lang_list[m->n_lang_list++] = "auto";
     for (int i = 0; i < m->cfg.n_langs; i++)
         if (!strstr(m->cfg.langs[i].name, "dialect")) m->lang_list[m->n_lang_list++] = m->cfg.langs[i].name;
@@ -168,6 +192,11 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->has_tokenizer = m->tok != NULL;
     info->has_codec = m->codec != NULL;
     info->has_speaker_encoder = m->spk_enc != NULL;
+    info->talker_bytes = m->talker_bytes;
+    info->predictor_bytes = m->predictor_bytes;
+    info->codec_bytes = m->codec ? codec_decoder_weight_bytes(m->codec) : 0;
+    info->kernels = m->ops.k->name;
+    info->n_threads = m->ops.n_threads;
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
     info->weight_dtype = m->weight_dtype;

@@ -29,6 +29,7 @@ struct qtts_model {
     int n_lang_list;           /* "auto" + user-selectable languages */
     const char *lang_list[CFG_MAX_NAMES + 1];
     int64_t n_params, weight_bytes;
+    int64_t talker_bytes, predictor_bytes; /* weight bytes read per frame */
     const char *weight_dtype;
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };

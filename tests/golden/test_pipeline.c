@@ -321,10 +321,74 @@ static void long_text_test(void) {
     qtts_model_free(m);
 }
 
+/* Measurement aids: forced frame counts, per-phase stats, teacher forcing. */
+static void stats_test(void) {
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
+        test_report("pipeline/stats/load", 0, "%s", err);
+        return;
+    }
+    qtts_context *ctx = NULL;
+    qtts_context_new(m, NULL, &ctx);
+    const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
+    qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.text_ids = ids;
+    gp.n_text_ids = 8;
+    gp.newline_id = 10;
+    gp.speaker = "ryan";
+    gp.language = "english";
+    gp.text_mode = QTTS_TEXT_MODE_STREAMING;
+    gp.talker.do_sample = gp.predictor.do_sample = 0;
+    gp.force_frames = 20;
+    float *pcm = NULL;
+    size_t n = 0;
+    qtts_status s = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
+    qtts_stats st;
+    qtts_context_get_stats(ctx, &st);
+    test_report("pipeline/stats/force_frames", s == QTTS_OK && n == 20 * 1920 && st.n_frames == 20,
+                "status %d, %zu samples, %d frames", s, n, st.n_frames);
+    test_report("pipeline/stats/phases", st.prefill_ms > 0 && st.talker_ms > 0 && st.predictor_ms > 0 && st.decode_ms > 0 &&
+                                             st.first_audio_ms > 0 && st.n_chunks >= 5 && st.n_prompt == 10,
+                "prefill %.3f talker %.3f cp %.3f decode %.3f first %.3f chunks %d prompt %d", st.prefill_ms, st.talker_ms,
+                st.predictor_ms, st.decode_ms, st.first_audio_ms, st.n_chunks, st.n_prompt);
+    free(pcm);
+    /* teacher forcing with the golden greedy codes: full agreement; with other codes: those codes come out */
+    npy_array gc = {0};
+    npy_load(test_path("golden/data/custom_voice/golden/stream_en_ryan_rp105/codes.npy"), &gc, err, sizeof err);
+    int32_t *t = malloc(sizeof(int32_t) * gc.n);
+    for (long i = 0; i < gc.n; i++) t[i] = (int32_t)gc.i64[i];
+    gp.force_frames = 0;
+    gp.teacher_codes = t;
+    gp.n_teacher_frames = (int)gc.shape[0];
+    int32_t *codes = NULL;
+    int nf = 0;
+    s = qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, &nf);
+    qtts_context_get_stats(ctx, &st);
+    int all = st.teacher_frames == 8;
+    for (int g = 0; g < 16; g++) all = all && st.teacher_agree[g] == 8;
+    test_report("pipeline/stats/teacher_agreement_full", s == QTTS_OK && nf == 8 && all, "status %d, %d frames, cb0 %d/%d",
+                s, nf, st.teacher_agree[0], st.teacher_frames);
+    free(codes);
+    for (long i = 0; i < gc.n; i++) t[i] = (int32_t)((gc.i64[i] + 7 * i) % 2048);
+    s = qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, &nf);
+    qtts_context_get_stats(ctx, &st);
+    int fed = s == QTTS_OK && nf == 8 && !memcmp(codes, t, sizeof(int32_t) * 8 * 16);
+    int total = 0;
+    for (int g = 0; g < 16; g++) total += st.teacher_agree[g];
+    test_report("pipeline/stats/teacher_codes_fed", fed && total < 8 * 16, "status %d, agreement %d of 128", s, total);
+    free(codes);
+    free(t);
+    npy_free(&gc);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 int main(void) {
     const char *cases[] = {"custom_voice", "voice_design", "base_clone", "e2e_string"};
     for (int i = 0; i < 4; i++) run_case(cases[i]);
     cancel_test();
     long_text_test();
+    stats_test();
     return test_finish();
 }
