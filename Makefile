@@ -34,14 +34,18 @@ LIB_SRC   := $(shell find src -name '*.c' | sort)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC   := $(shell find tools/cli -name '*.c' | sort)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(shell find tools/bench -name '*.c' 2>/dev/null | sort)
+BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+# bench objects other than main.c, for tests/bench/ tests
+BENCH_LIB_OBJ := $(filter-out $(BUILD)/obj/tools/bench/main.o,$(BENCH_OBJ))
 TCOMMON_SRC := $(wildcard tests/common/*.c)
 TCOMMON_OBJ := $(TCOMMON_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
+TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/bench/test_*.c))
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh))
 
 .PHONY: all test debug debug-test clean deps
-all: $(BUILD)/libqtts.a $(BUILD)/qtts
+all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench)
 
 # Per-ISA kernel files get their instruction-set flags; everything else is
 # built for the baseline ISA, and ops_dispatch picks a kernel at run time.
@@ -68,6 +72,14 @@ $(BUILD)/libqtts.a: $(LIB_OBJ)
 
 $(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+
+$(BUILD)/qtts-bench: $(BENCH_OBJ) $(BUILD)/libqtts.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+
+# tests of the bench tool link its objects (all but main.c)
+$(BUILD)/tests/bench/%: tests/bench/%.c $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/common -Itools/bench -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TCOMMON_OBJ) $(BUILD)/libqtts.a
 	@mkdir -p $(dir $@)
