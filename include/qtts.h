@@ -262,6 +262,48 @@ qtts_status qtts_generate_codes(qtts_context *ctx, const qtts_gen_params *params
                                 qtts_frame_fn on_frame, void *user,
                                 int32_t **codes_out, int *n_frames);
 
+/* ---------------------------------------------------------------- batches */
+
+/* Continuous batching: several contexts (streams) stepped together, so each
+ * weight is read once per frame for all of them. A stream's frames are
+ * bit-identical to running it alone (same seed, same build): every kernel
+ * computes each row independently, and each stream keeps its own caches,
+ * sampling parameters and RNG. Streams join and leave between steps. A batch
+ * and its contexts are driven from one thread at a time. */
+typedef struct qtts_batch qtts_batch;
+
+#define QTTS_MAX_BATCH 64
+
+qtts_status qtts_batch_new(qtts_model *model, int max_streams, qtts_batch **out);
+void qtts_batch_free(qtts_batch *batch); /* accepts NULL; streams still in it are cancelled */
+
+/* Start a generation on ctx (its prompt and prefill run now, on the calling
+ * thread) and add it to the batch. Frames go to on_frame during
+ * qtts_batch_step. params and its pointers must stay valid until the stream
+ * leaves. QTTS_ERR_LIMIT when the batch is full. */
+qtts_status qtts_batch_add(qtts_batch *batch, qtts_context *ctx, const qtts_gen_params *params,
+                           qtts_frame_fn on_frame, void *user);
+/* One frame for every stream; finished streams leave the batch. Returns the
+ * number of streams still in it. */
+int qtts_batch_step(qtts_batch *batch);
+/* Take a stream out early (e.g. its client went away); its generation ends
+ * with QTTS_ERR_CANCELLED. No effect if ctx is not in the batch. */
+void qtts_batch_remove(qtts_batch *batch, qtts_context *ctx);
+int qtts_batch_size(const qtts_batch *batch);
+
+/* 1 while ctx has a generation in progress (in a batch or not). */
+int qtts_context_is_generating(const qtts_context *ctx);
+/* After a batched stream left its batch: the status of its generation
+ * (message in qtts_context_last_error) and its frame count. Once per stream. */
+qtts_status qtts_context_finish(qtts_context *ctx, int *n_frames);
+
+/* Audio for batched streams: reset ctx's streaming codec decoder for a new
+ * utterance (priming it with the reference codes of an ICL voice), then
+ * decode frames as they come; exactly the samples qtts_synthesize gives.
+ * pcm holds n_frames * samples_per_frame samples. */
+qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *params);
+qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, int n_frames, float *pcm);
+
 /* ---------------------------------------------------------------- voices */
 
 typedef struct qtts_voice_params {

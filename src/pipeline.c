@@ -159,6 +159,46 @@ static int on_frame(const int32_t *codes, int idx, void *arg) {
     return 0;
 }
 
+/* Reset the context's codec stream for an utterance and, for ICL, prime it
+ * with the reference frames (their audio is dropped). *ref_last gets the
+ * reference's last sample (for the official cut). */
+static qtts_status audio_prime(qtts_context *ctx, const qtts_gen_params *gp, float *ref_last, qtts_error *e) {
+    const qtts_model *m = ctx->model;
+    if (!ctx->codec)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
+    codec_stream_reset(ctx->codec);
+    if (!(gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE)) return QTTS_OK;
+    const int spf = codec_decoder_samples_per_frame(m->codec);
+    float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * spf);
+    if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    qtts_status st = codec_stream_decode(ctx->codec, gp->ref_codes, gp->n_ref_frames, tmp, e);
+    if (!st && ref_last) *ref_last = tmp[(size_t)gp->n_ref_frames * spf - 1];
+    free(tmp);
+    return st;
+}
+
+qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *gp) {
+    if (!ctx || !gp) return QTTS_ERR_INVALID_ARG;
+    qtts_error e;
+    err_clear(&e);
+    qtts_gen_params v = *gp;
+    if (gp->voice) voice_apply(gp->voice, &v);
+    qtts_status st = audio_prime(ctx, &v, NULL, &e);
+    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
+    return st;
+}
+
+qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, int n_frames, float *pcm) {
+    if (!ctx || (!codes && n_frames) || (!pcm && n_frames) || n_frames < 0) return QTTS_ERR_INVALID_ARG;
+    qtts_error e;
+    err_clear(&e);
+    qtts_status st = ctx->codec ? codec_stream_decode(ctx->codec, codes, n_frames, pcm, &e)
+                                : err_set(&e, QTTS_ERR_UNSUPPORTED, "the model was loaded without its codec decoder");
+    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
+    return st;
+}
+
 /* One piece: prime (ICL), generate with overlapped decoding, flush. Sets
  * *ref_last to the last reference sample (ICL) for the official cut. */
 static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, const qtts_audio_params *ap, sink *snk,
@@ -183,18 +223,7 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
         st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
         goto done;
     }
-    codec_stream_reset(ctx->codec);
-    if (gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
-        float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * s.spf);
-        if (!tmp) {
-            st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        st = codec_stream_decode(ctx->codec, gp->ref_codes, gp->n_ref_frames, tmp, e);
-        if (!st && ref_last) *ref_last = tmp[(size_t)gp->n_ref_frames * s.spf - 1];
-        free(tmp);
-        if (st) goto done;
-    }
+    if ((st = audio_prime(ctx, gp, ref_last, e))) goto done;
     qtts_audio_params local = *ap;
     s.ap = &local;
     pthread_t th;

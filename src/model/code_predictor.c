@@ -50,26 +50,35 @@ void cp_free(cp_weights *w) {
     memset(w, 0, sizeof *w);
 }
 
-qtts_status cp_state_init(cp_state *s, const cp_weights *w, int talker_hidden, qtts_error *e) {
+qtts_status cp_state_init(cp_state *s, const cp_weights *w, qtts_error *e) {
     memset(s, 0, sizeof *s);
-    const int P = w->n_groups + 1, Hc = w->tf.cfg.hidden;
-    qtts_status st = kv_cache_init(&s->cache, &w->tf.cfg, P, e);
-    if (!st) st = tf_scratch_init(&s->scratch, &w->tf.cfg, 2, P, e);
-    if (!st) {
-        s->in = malloc(sizeof(float) * 2 * talker_hidden);
-        s->x = malloc(sizeof(float) * 2 * Hc);
-        s->y = malloc(sizeof(float) * Hc);
-        s->logits = malloc(sizeof(float) * w->tf.cfg.vocab);
-        if (!s->in || !s->x || !s->y || !s->logits) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    }
-    if (st) cp_state_free(s);
-    return st;
+    return kv_cache_init(&s->cache, &w->tf.cfg, w->n_groups + 1, e);
 }
 
 void cp_state_free(cp_state *s) {
     if (!s) return;
     kv_cache_free(&s->cache);
-    tf_scratch_free(&s->scratch);
+}
+
+qtts_status cp_scratch_init(cp_scratch *s, const cp_weights *w, int talker_hidden, int max_streams, qtts_error *e) {
+    memset(s, 0, sizeof *s);
+    const int Hc = w->tf.cfg.hidden, P = w->n_groups + 1;
+    s->max_streams = max_streams;
+    qtts_status st = tf_scratch_init(&s->tf, &w->tf.cfg, 2 * max_streams, P, e);
+    if (!st) {
+        s->in = malloc(sizeof(float) * 2 * max_streams * talker_hidden);
+        s->x = malloc(sizeof(float) * 2 * max_streams * Hc);
+        s->y = malloc(sizeof(float) * max_streams * Hc);
+        s->logits = malloc(sizeof(float) * max_streams * w->tf.cfg.vocab);
+        if (!s->in || !s->x || !s->y || !s->logits) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    if (st) cp_scratch_free(s);
+    return st;
+}
+
+void cp_scratch_free(cp_scratch *s) {
+    if (!s) return;
+    tf_scratch_free(&s->tf);
     free(s->in);
     free(s->x);
     free(s->y);
@@ -83,33 +92,40 @@ static void project(const ops_ctx *ops, const cp_weights *w, const float *in, in
     else memcpy(x, in, sizeof(float) * n * H);
 }
 
-void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_state *s, const float *y, const float *c0_embed,
-                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace, const int32_t *force,
-                int *agree) {
-    const int H = w->embed[0].cols, V = w->tf.cfg.vocab;
-    memcpy(s->in, y, sizeof(float) * H);
-    memcpy(s->in + H, c0_embed, sizeof(float) * H);
-    if (trace && trace->on_inputs) trace->on_inputs(s->in, H, trace->user);
-    const int Hc = w->tf.cfg.hidden;
-    project(ops, w, s->in, 2, H, s->x);
-    tf_row rows[2] = {{&s->cache, 0}, {&s->cache, 1}};
-    tf_forward(ops, &w->tf, &s->scratch, rows, s->x, 2, NULL, NULL);
-    const float *last = s->x + Hc;
+void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_scratch *s, cp_job *jobs, int n) {
+    const int H = w->embed[0].cols, V = w->tf.cfg.vocab, Hc = w->tf.cfg.hidden;
+    tf_row rows[2 * CP_MAX_STREAMS];
+    /* prefill: rows (stream i, pos 0) = y_i, (stream i, pos 1) = Ce(c0_i) */
+    for (int i = 0; i < n; i++) {
+        memcpy(s->in + (size_t)(2 * i) * H, jobs[i].y, sizeof(float) * H);
+        memcpy(s->in + (size_t)(2 * i + 1) * H, jobs[i].c0_embed, sizeof(float) * H);
+        if (jobs[i].trace && jobs[i].trace->on_inputs) jobs[i].trace->on_inputs(s->in + (size_t)2 * i * H, H, jobs[i].trace->user);
+        rows[2 * i] = (tf_row){&jobs[i].state->cache, 0};
+        rows[2 * i + 1] = (tf_row){&jobs[i].state->cache, 1};
+    }
+    project(ops, w, s->in, 2 * n, H, s->x);
+    tf_forward(ops, &w->tf, &s->tf, rows, s->x, 2 * n, NULL, NULL);
+    for (int i = 0; i < n; i++) tf_final_norm(&w->tf, s->x + (size_t)(2 * i + 1) * Hc, s->y + (size_t)i * Hc, 1);
     for (int g = 0; g < w->n_groups; g++) {
         if (g > 0) {
-            ops_get_row(&w->embed[g - 1], codes[g - 1], s->in);
-            project(ops, w, s->in, 1, H, s->x);
-            tf_row r = {&s->cache, g + 1};
-            tf_forward(ops, &w->tf, &s->scratch, &r, s->x, 1, NULL, NULL);
-            last = s->x;
+            for (int i = 0; i < n; i++) {
+                ops_get_row(&w->embed[g - 1], jobs[i].codes[g - 1], s->in + (size_t)i * H);
+                rows[i] = (tf_row){&jobs[i].state->cache, g + 1};
+            }
+            project(ops, w, s->in, n, H, s->x);
+            tf_forward(ops, &w->tf, &s->tf, rows, s->x, n, NULL, NULL);
+            tf_final_norm(&w->tf, s->x, s->y, n);
         }
-        tf_final_norm(&w->tf, last, s->y, 1);
-        ops_matmul(ops, &w->head[g], s->y, 1, NULL, s->logits);
-        if (trace && trace->on_logits) trace->on_logits(g, s->logits, V, trace->user);
-        codes[g] = sample_token(rng, s->logits, V, sp);
-        if (force) {
-            if (agree) agree[g] = codes[g] == force[g];
-            codes[g] = force[g];
+        ops_matmul(ops, &w->head[g], s->y, n, NULL, s->logits);
+        for (int i = 0; i < n; i++) {
+            float *lg = s->logits + (size_t)i * V;
+            cp_job *j = &jobs[i];
+            if (j->trace && j->trace->on_logits) j->trace->on_logits(g, lg, V, j->trace->user);
+            j->codes[g] = sample_token(j->rng, lg, V, j->sp);
+            if (j->force) {
+                if (j->agree) j->agree[g] = j->codes[g] == j->force[g];
+                j->codes[g] = j->force[g];
+            }
         }
     }
 }

@@ -22,18 +22,28 @@ typedef struct cp_weights {
 qtts_status cp_load(cp_weights *w, const st_set *st, const qtts_config *cfg, qtts_error *e);
 void cp_free(cp_weights *w);
 
-/* Per-stream state: a KV cache of n_groups+1 positions and scratch. */
+#define CP_MAX_STREAMS 64 /* streams one cp_predict call can take */
+
+/* Per-stream state: the KV cache of one frame's n_groups+1 positions. */
 typedef struct cp_state {
     kv_cache cache;
-    tf_scratch scratch;
-    float *in;      /* [2][H] inputs in talker width */
-    float *x;       /* [2][Hc] */
-    float *y;       /* [Hc] */
-    float *logits;  /* [cp_vocab] */
 } cp_state;
 
-qtts_status cp_state_init(cp_state *s, const cp_weights *w, int talker_hidden, qtts_error *e);
+qtts_status cp_state_init(cp_state *s, const cp_weights *w, qtts_error *e);
 void cp_state_free(cp_state *s);
+
+/* Scratch for up to max_streams streams predicted together. */
+typedef struct cp_scratch {
+    int max_streams;
+    tf_scratch tf;  /* 2 * max_streams rows */
+    float *in;      /* [2*max][H] inputs in talker width */
+    float *x;       /* [2*max][Hc] */
+    float *y;       /* [max][Hc] */
+    float *logits;  /* [max][cp_vocab] */
+} cp_scratch;
+
+qtts_status cp_scratch_init(cp_scratch *s, const cp_weights *w, int talker_hidden, int max_streams, qtts_error *e);
+void cp_scratch_free(cp_scratch *s);
 
 /* Observer for tests: inputs [2][H] once per frame, logits for group g. */
 typedef struct cp_trace {
@@ -42,12 +52,23 @@ typedef struct cp_trace {
     void *user;
 } cp_trace;
 
-/* Predict codes[1..n_groups] of a frame from the talker hidden y[H] and the
- * codebook-0 embedding c0_embed[H]. */
-/* force (optional, [n_groups]): teacher codes fed forward instead of the
- * model's picks; agree[g] (optional) gets 1 where the pick equalled force[g]. */
-void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_state *s, const float *y, const float *c0_embed,
-                const qtts_sampling *sp, sampler *rng, int32_t *codes, const cp_trace *trace, const int32_t *force,
-                int *agree);
+/* One stream's part of a prediction. */
+typedef struct cp_job {
+    cp_state *state;
+    const float *y;          /* [H] talker post-norm hidden */
+    const float *c0_embed;   /* [H] codec_embedding row of codebook 0 */
+    const qtts_sampling *sp; /* its sampling parameters */
+    sampler *rng;            /* its RNG */
+    int32_t *codes;          /* out: [n_groups] codebooks 1..n_groups */
+    const int32_t *force;    /* optional teacher codes [n_groups], fed forward instead of the picks */
+    int *agree;              /* optional out: [n_groups] 1 where the pick equalled force */
+    const cp_trace *trace;   /* optional */
+} cp_job;
+
+/* Predict codebooks 1..n_groups for n streams at once: every weight is read
+ * once per step for all of them, and each stream's arithmetic is the same as
+ * alone (row-independent kernels, own cache, own RNG).
+ * n <= scratch streams <= CP_MAX_STREAMS. */
+void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_scratch *s, cp_job *jobs, int n);
 
 #endif

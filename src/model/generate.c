@@ -37,6 +37,49 @@ qtts_gen_params qtts_gen_default_params(const qtts_model *m) {
     return p;
 }
 
+qtts_status step_scratch_init(step_scratch *s, const qtts_model *m, int max_streams, qtts_error *e) {
+    memset(s, 0, sizeof *s);
+    const qtts_config *cfg = &m->cfg;
+    const int H = cfg->talker.hidden, V = cfg->talker.vocab, G = cfg->n_code_groups;
+    s->max = max_streams;
+    qtts_status st = tf_scratch_init(&s->tf, &cfg->talker, max_streams > 32 ? max_streams : 32, 64, e);
+    if (!st) st = cp_scratch_init(&s->cp, &m->cp, H, max_streams, e);
+    if (!st) {
+        s->y = malloc(sizeof(float) * max_streams * H);
+        s->x = malloc(sizeof(float) * max_streams * H);
+        s->logits = malloc(sizeof(float) * max_streams * V);
+        s->c0e = malloc(sizeof(float) * max_streams * H);
+        s->frames = malloc(sizeof(int32_t) * max_streams * G);
+        s->agree = malloc(sizeof(int) * max_streams * G);
+        if (!s->y || !s->x || !s->logits || !s->c0e || !s->frames || !s->agree)
+            st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    if (st) step_scratch_free(s);
+    return st;
+}
+
+void step_scratch_free(step_scratch *s) {
+    if (!s) return;
+    tf_scratch_free(&s->tf);
+    cp_scratch_free(&s->cp);
+    free(s->y);
+    free(s->x);
+    free(s->logits);
+    free(s->c0e);
+    free(s->frames);
+    free(s->agree);
+    memset(s, 0, sizeof *s);
+}
+
+/* Grow the talker scratch to rows x max_pos (rare: geometric). */
+static qtts_status tf_scratch_reserve(tf_scratch *t, const tf_config *cfg, int rows, int max_pos, qtts_error *e) {
+    if (rows <= t->max_rows && max_pos <= t->max_pos) return QTTS_OK;
+    if (rows < t->max_rows) rows = t->max_rows;
+    if (max_pos < t->max_pos) max_pos = t->max_pos;
+    tf_scratch_free(t);
+    return tf_scratch_init(t, cfg, rows, max_pos, e);
+}
+
 qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, qtts_context **out) {
     qtts_error e;
     err_clear(&e);
@@ -50,17 +93,14 @@ qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, q
     if (c->params.n_ctx <= 0 || c->params.n_ctx > cfg->talker.max_pos) c->params.n_ctx = cfg->talker.max_pos;
     const int H = cfg->talker.hidden;
     qtts_status s = kv_cache_init(&c->cache, &cfg->talker, 64, &e);
-    if (!s) s = tf_scratch_init(&c->scratch, &cfg->talker, 32, 64, &e);
-    if (!s) s = cp_state_init(&c->cp, &m->cp, H, &e);
+    if (!s) s = step_scratch_init(&c->ss, m, 1, &e);
+    if (!s) s = cp_state_init(&c->cp, &m->cp, &e);
     if (!s) s = sampler_init(&c->rng, cfg->talker.vocab, 0, &e);
     if (!s) {
-        c->x = malloc(sizeof(float) * H);
         c->y = malloc(sizeof(float) * H);
-        c->c0e = malloc(sizeof(float) * H);
-        c->logits = malloc(sizeof(float) * cfg->talker.vocab);
         c->hist_cap = 256;
         c->hist = malloc(sizeof(int32_t) * c->hist_cap);
-        if (!c->x || !c->y || !c->c0e || !c->logits || !c->hist) s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
+        if (!c->y || !c->hist) s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
     }
     if (!s && m->codec) s = codec_stream_new(m->codec, &c->codec, &e);
     if (s) {
@@ -74,15 +114,14 @@ qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, q
 
 void qtts_context_free(qtts_context *c) {
     if (!c) return;
+    free(c->gs.codes);
+    prompt_free(&c->gs.pr);
     kv_cache_free(&c->cache);
-    tf_scratch_free(&c->scratch);
+    step_scratch_free(&c->ss);
     cp_state_free(&c->cp);
     sampler_free(&c->rng);
     codec_stream_free(c->codec);
-    free(c->x);
     free(c->y);
-    free(c->c0e);
-    free(c->logits);
     free(c->hist);
     free(c);
 }
@@ -305,31 +344,25 @@ void gen_request_free(gen_request *r) {
 
 /* ---------------------------------------------------------------- loop */
 
-static qtts_status ensure_capacity(qtts_context *c, int n_pos, int n_rows, qtts_error *e) {
-    const tf_config *tc = &c->model->cfg.talker;
-    if (n_pos > c->cache.cap) {
-        int cap = c->cache.cap;
-        while (cap < n_pos) cap *= 2;
-        if (cap > c->params.n_ctx) cap = c->params.n_ctx;
-        qtts_status s = kv_cache_reserve(&c->cache, cap, n_pos, e);
-        if (s) return s;
-    }
-    if (n_rows > c->scratch.max_rows || c->cache.cap > c->scratch.max_pos) {
-        int rows = n_rows > c->scratch.max_rows ? n_rows : c->scratch.max_rows;
-        tf_scratch_free(&c->scratch);
-        return tf_scratch_init(&c->scratch, tc, rows, c->cache.cap, e);
-    }
-    return QTTS_OK;
+/* Make room for position n_pos - 1 in c's cache (geometric growth). */
+static qtts_status ensure_cache(qtts_context *c, int n_pos, qtts_error *e) {
+    if (n_pos <= c->cache.cap) return QTTS_OK;
+    int cap = c->cache.cap;
+    while (cap < n_pos) cap *= 2;
+    if (cap > c->params.n_ctx) cap = c->params.n_ctx;
+    return kv_cache_reserve(&c->cache, cap, c->cache.cap, e);
 }
 
-static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user,
-                            int32_t **codes_out, int *n_frames, qtts_error *e) {
+qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
+                      qtts_error *e) {
     qtts_model *m = c->model;
     const qtts_config *cfg = &m->cfg;
     const gen_trace *tr = c->trace;
-    const int H = cfg->talker.hidden, V = cfg->talker.vocab, G = cfg->n_code_groups;
-    if (n_frames) *n_frames = 0;
-    if (codes_out) *codes_out = NULL;
+    const int H = cfg->talker.hidden, G = cfg->n_code_groups;
+    gen_state *g = &c->gs;
+    free(g->codes);
+    prompt_free(&g->pr);
+    memset(g, 0, sizeof *g);
     qtts_status s;
     if ((s = sampling_validate(&p->talker, "talker", e)) || (s = sampling_validate(&p->predictor, "code predictor", e)))
         return s;
@@ -337,65 +370,93 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         return err_set(e, QTTS_ERR_INVALID_ARG, "max_new_tokens must be >= 1 (got %d)", p->max_new_tokens);
     if (p->force_frames < 0 || p->n_teacher_frames < 0 || (p->teacher_codes && p->n_teacher_frames < 1))
         return err_set(e, QTTS_ERR_INVALID_ARG, "force_frames and n_teacher_frames must be >= 0 (teacher codes need frames)");
-    for (int i = 0; p->teacher_codes && i < p->n_teacher_frames * G; i++) {
+    for (int i = 0; p->teacher_codes && i < p->n_teacher_frames * G; i++)
         if (p->teacher_codes[i] < 0 || p->teacher_codes[i] >= cfg->cp.vocab)
             return err_set(e, QTTS_ERR_INPUT, "teacher code %d at frame %d is outside [0, %d)", p->teacher_codes[i], i / G,
                            cfg->cp.vocab);
-    }
     if (!c->keep_stats) memset(&c->stats, 0, sizeof c->stats);
-    double t_start = now_ms();
-    const int forced = p->teacher_codes ? p->n_teacher_frames : p->force_frames;
+    const double t_start = now_ms();
     c->stop_reason = QTTS_STOP_NONE;
     gen_request req;
     if ((s = gen_resolve(m, p, &req, e))) return s;
+    g->p = *p;
+    g->forced = p->teacher_codes ? p->n_teacher_frames : p->force_frames;
+    g->n_text_tokens = req.n_text_tokens;
     /* runaway guard: frames allowed for this text */
-    const int n_text_tokens = req.n_text_tokens;
-    const int cap_frames = p->auto_length_cap && !forced ? 50 + 8 * n_text_tokens : -1;
-    prompt_out pr;
-    s = prompt_build(&m->ops, cfg, &m->talker, &m->cp, &req.in, &pr, e);
+    g->cap_frames = p->auto_length_cap && !g->forced ? 50 + 8 * g->n_text_tokens : -1;
+    g->max_new = g->forced ? g->forced + 1 : p->max_new_tokens;
+    s = prompt_build(&m->ops, cfg, &m->talker, &m->cp, &req.in, &g->pr, e);
     gen_request_free(&req);
     if (s) return s;
-    if (tr && tr->on_prompt) tr->on_prompt(&pr, H, tr->user);
-    const int P = pr.n_pos;
+    if (tr && tr->on_prompt) tr->on_prompt(&g->pr, H, tr->user);
+    const int P = g->P = g->pr.n_pos;
     if (P + 1 > c->params.n_ctx) {
-        prompt_free(&pr);
+        prompt_free(&g->pr);
         return err_set(e, QTTS_ERR_LIMIT, "the prompt has %d positions; the context holds %d", P, c->params.n_ctx);
     }
-    const int need = p->max_new_tokens > c->params.n_ctx - P ? c->params.n_ctx : P + p->max_new_tokens;
-    /* reserve the prompt now (+ headroom); decode grows geometrically */
-    int first = P + 256 < need ? P + 256 : need;
-    if ((s = ensure_capacity(c, first, P, e))) goto done;
-    sampler_seed(&c->rng, p->seed);
-    /* prefill */
+    /* reserve the prompt + headroom; the decode grows the cache geometrically */
+    const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
+    const int first = P + 256 < need ? P + 256 : need;
     tf_row *rows = malloc(sizeof(tf_row) * P);
-    if (!rows) {
-        s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-        goto done;
+    if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    if (!s) s = ensure_cache(c, first, e);
+    if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
+    if (s) {
+        free(rows);
+        prompt_free(&g->pr);
+        return s;
     }
+    sampler_seed(&c->rng, p->seed);
     for (int i = 0; i < P; i++) rows[i] = (tf_row){&c->cache, i};
-    tf_forward(&m->ops, &m->talker.tf, &c->scratch, rows, pr.embeds, P, tr ? tr->on_prefill_layer : NULL,
+    tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds, P, tr ? tr->on_prefill_layer : NULL,
                tr ? tr->user : NULL);
     free(rows);
-    tf_final_norm(&m->talker.tf, pr.embeds + (size_t)(P - 1) * H, c->y, 1);
+    tf_final_norm(&m->talker.tf, g->pr.embeds + (size_t)(P - 1) * H, c->y, 1);
     c->stats.n_prompt = P;
-    double t_mark = now_ms();
-    c->stats.prefill_ms += t_mark - t_start;
+    c->stats.prefill_ms += now_ms() - t_start;
+    g->on_frame = on_frame;
+    g->user = user;
+    g->collect = collect;
+    g->active = 1;
+    return QTTS_OK;
+}
 
-    int32_t *codes = NULL;
-    int n_out = 0, cap_out = 0;
-    int32_t frame[64];
-    int agree[64];
-    const int max_new = forced ? forced + 1 : p->max_new_tokens;
-    for (int k = 0; k < max_new; k++) {
-        if (tr && tr->on_step_hidden) tr->on_step_hidden(k, c->y, H, tr->user);
-        ops_matmul(&m->ops, &m->talker.codec_head, c->y, 1, NULL, c->logits);
-        logits_repetition_penalty(c->logits, V, c->hist, k, p->talker.repetition_penalty);
-        if (k < 2 || forced) c->logits[cfg->codec_eos] = -INFINITY;
-        for (int i = cfg->cp.vocab; i < V; i++)
-            if (i != cfg->codec_eos) c->logits[i] = -INFINITY;
-        if (tr && tr->on_talker_logits) tr->on_talker_logits(k, c->logits, V, tr->user);
-        int c0 = sample_token(&c->rng, c->logits, V, &p->talker);
-        const int32_t *teach = p->teacher_codes && k < p->n_teacher_frames ? p->teacher_codes + (size_t)k * G : NULL;
+/* End c's generation with a status (error message already in gs.err). */
+static void finish(qtts_context *c, qtts_status st) {
+    c->gs.active = 0;
+    c->gs.status = st;
+}
+
+void gen_step(qtts_context **cs, int n, step_scratch *ss) {
+    if (n <= 0) return;
+    qtts_model *m = cs[0]->model;
+    const qtts_config *cfg = &m->cfg;
+    const int H = cfg->talker.hidden, V = cfg->talker.vocab, G = cfg->n_code_groups;
+    const double t0 = now_ms();
+    /* A. codec_head for every stream in one pass over the weights */
+    for (int i = 0; i < n; i++) {
+        qtts_context *c = cs[i];
+        const gen_trace *tr = c->trace;
+        if (tr && tr->on_step_hidden) tr->on_step_hidden(c->gs.k, c->y, H, tr->user);
+        memcpy(ss->y + (size_t)i * H, c->y, sizeof(float) * H);
+    }
+    ops_matmul(&m->ops, &m->talker.codec_head, ss->y, n, NULL, ss->logits);
+    /* B. per stream: processors, codebook 0, stop conditions */
+    int go[CP_MAX_STREAMS], n_go = 0;
+    for (int i = 0; i < n; i++) {
+        qtts_context *c = cs[i];
+        gen_state *g = &c->gs;
+        const gen_trace *tr = c->trace;
+        const int k = g->k;
+        float *lg = ss->logits + (size_t)i * V;
+        logits_repetition_penalty(lg, V, c->hist, k, g->p.talker.repetition_penalty);
+        if (k < 2 || g->forced) lg[cfg->codec_eos] = -INFINITY;
+        for (int t = cfg->cp.vocab; t < V; t++)
+            if (t != cfg->codec_eos) lg[t] = -INFINITY;
+        if (tr && tr->on_talker_logits) tr->on_talker_logits(k, lg, V, tr->user);
+        int c0 = sample_token(&c->rng, lg, V, &g->p.talker);
+        const int32_t *teach =
+            g->p.teacher_codes && k < g->p.n_teacher_frames ? g->p.teacher_codes + (size_t)k * G : NULL;
         if (teach) {
             c->stats.teacher_frames++;
             c->stats.teacher_agree[0] += c0 == teach[0];
@@ -405,89 +466,155 @@ static qtts_status generate(qtts_context *c, const qtts_gen_params *p, qtts_fram
         if (k >= c->hist_cap) {
             int32_t *h = realloc(c->hist, sizeof(int32_t) * c->hist_cap * 2);
             if (!h) {
-                s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-                break;
+                err_set(&g->err, QTTS_ERR_NOMEM, "out of memory");
+                finish(c, QTTS_ERR_NOMEM);
+                continue;
             }
             c->hist = h;
             c->hist_cap *= 2;
         }
         c->hist[k] = c0;
+        const int pos = g->P + k;
         if (c0 == cfg->codec_eos) {
             c->stop_reason = QTTS_STOP_EOS;
-            break;
-        }
-        if (k == max_new - 1) {
-            c->stop_reason = forced ? QTTS_STOP_NONE : QTTS_STOP_MAX_TOKENS;
-            break;
-        }
-        const int pos = P + k;
-        if (pos >= c->params.n_ctx) {
+        } else if (k == g->max_new - 1) {
+            c->stop_reason = g->forced ? QTTS_STOP_NONE : QTTS_STOP_MAX_TOKENS;
+        } else if (pos >= c->params.n_ctx) {
             model_log(m, QTTS_LOG_WARN, "context full at %d positions: stopping after %d frames", c->params.n_ctx, k);
             c->stop_reason = QTTS_STOP_CONTEXT_FULL;
-            break;
-        }
-        if (cap_frames >= 0 && k >= cap_frames) {
+        } else if (g->cap_frames >= 0 && k >= g->cap_frames) {
             model_log(m, QTTS_LOG_WARN,
                       "no end of speech after %d frames (%.1f s) for a text of %d tokens: stopped at the length cap "
                       "and kept the audio so far (set max_new_tokens to override)",
-                      k, k / 12.5, n_text_tokens);
+                      k, k / 12.5, g->n_text_tokens);
             c->stop_reason = QTTS_STOP_LENGTH_CAP;
-            break;
+        } else {
+            int32_t *fr = ss->frames + (size_t)i * G;
+            fr[0] = c0;
+            go[n_go++] = i;
+            continue;
         }
-        /* code predictor */
-        frame[0] = c0;
-        double t_cp = now_ms();
-        c->stats.talker_ms += t_cp - t_mark;
-        ops_get_row(&m->talker.codec_embedding, c0, c->c0e);
-        cp_predict(&m->ops, &m->cp, &c->cp, c->y, c->c0e, &p->predictor, &c->rng, frame + 1, tr ? &tr->cp : NULL,
-                   teach ? teach + 1 : NULL, agree);
-        if (teach)
-            for (int g = 1; g < G && g < 64; g++) c->stats.teacher_agree[g] += agree[g - 1];
-        t_mark = now_ms();
-        c->stats.predictor_ms += t_mark - t_cp;
+        finish(c, QTTS_OK);
+    }
+    const double t1 = now_ms();
+    /* C. code predictor for the continuing streams together */
+    cp_job jobs[CP_MAX_STREAMS];
+    for (int j = 0; j < n_go; j++) {
+        const int i = go[j];
+        qtts_context *c = cs[i];
+        gen_state *g = &c->gs;
+        int32_t *fr = ss->frames + (size_t)i * G;
+        const int32_t *teach =
+            g->p.teacher_codes && g->k < g->p.n_teacher_frames ? g->p.teacher_codes + (size_t)g->k * G : NULL;
+        ops_get_row(&m->talker.codec_embedding, fr[0], ss->c0e + (size_t)i * H);
+        jobs[j] = (cp_job){&c->cp, ss->y + (size_t)i * H, ss->c0e + (size_t)i * H, &g->p.predictor, &c->rng, fr + 1,
+                           teach ? teach + 1 : NULL, ss->agree + (size_t)i * G, c->trace ? &c->trace->cp : NULL};
+    }
+    if (n_go) cp_predict(&m->ops, &m->cp, &ss->cp, jobs, n_go);
+    const double t2 = now_ms();
+    /* D. deliver the frames */
+    int rows_n = 0;
+    tf_row rows[CP_MAX_STREAMS];
+    int idx[CP_MAX_STREAMS];
+    for (int j = 0; j < n_go; j++) {
+        const int i = go[j];
+        qtts_context *c = cs[i];
+        gen_state *g = &c->gs;
+        const int32_t *fr = ss->frames + (size_t)i * G;
+        if (g->p.teacher_codes && g->k < g->p.n_teacher_frames)
+            for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += ss->agree[(size_t)i * G + q - 1];
         c->stats.n_frames++;
-        if (codes_out) {
-            if (n_out == cap_out) {
-                cap_out = cap_out ? cap_out * 2 : 64;
-                int32_t *nc = realloc(codes, sizeof(int32_t) * cap_out * G);
+        if (g->collect) {
+            if (g->n_out == g->cap_out) {
+                int cap = g->cap_out ? g->cap_out * 2 : 64;
+                int32_t *nc = realloc(g->codes, sizeof(int32_t) * cap * G);
                 if (!nc) {
-                    s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-                    break;
+                    err_set(&g->err, QTTS_ERR_NOMEM, "out of memory");
+                    finish(c, QTTS_ERR_NOMEM);
+                    continue;
                 }
-                codes = nc;
+                g->codes = nc;
+                g->cap_out = cap;
             }
-            memcpy(codes + (size_t)n_out * G, frame, sizeof(int32_t) * G);
+            memcpy(g->codes + (size_t)g->n_out * G, fr, sizeof(int32_t) * G);
         }
-        n_out++;
-        if (on_frame && on_frame(frame, n_out - 1, user)) {
-            s = err_set(e, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", n_out);
+        g->n_out++;
+        if (g->on_frame && g->on_frame(fr, g->n_out - 1, g->user)) {
+            err_set(&g->err, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", g->n_out);
             c->stop_reason = QTTS_STOP_CANCELLED;
-            break;
+            finish(c, QTTS_ERR_CANCELLED);
+            continue;
         }
         /* next talker input: frame embedding + next text vector */
-        frame_embed(&m->talker, &m->cp, frame, G, c->x);
-        const float *tv = k < pr.n_queue ? pr.queue + (size_t)k * H : pr.tts_pad;
-        for (int i = 0; i < H; i++) c->x[i] += tv[i];
-        if ((s = ensure_capacity(c, pos + 1, 1, e))) break;
-        tf_row r = {&c->cache, pos};
-        tf_forward(&m->ops, &m->talker.tf, &c->scratch, &r, c->x, 1, NULL, NULL);
-        tf_final_norm(&m->talker.tf, c->x, c->y, 1);
+        const int pos = g->P + g->k;
+        qtts_status st = ensure_cache(c, pos + 1, &g->err);
+        if (st) {
+            finish(c, st);
+            continue;
+        }
+        float *x = ss->x + (size_t)rows_n * H;
+        frame_embed(&m->talker, &m->cp, fr, G, x);
+        const float *tv = g->k < g->pr.n_queue ? g->pr.queue + (size_t)g->k * H : g->pr.tts_pad;
+        for (int t = 0; t < H; t++) x[t] += tv[t];
+        rows[rows_n] = (tf_row){&c->cache, pos};
+        idx[rows_n++] = i;
     }
-    c->stats.talker_ms += now_ms() - t_mark;
-    if (codes_out) *codes_out = codes;
-    else free(codes);
-    if (n_frames) *n_frames = n_out;
-done:
-    prompt_free(&pr);
-    return s;
+    /* E. talker step for every continuing stream together */
+    if (rows_n) {
+        int max_pos = 0;
+        for (int r = 0; r < rows_n; r++)
+            if (rows[r].cache->cap > max_pos) max_pos = rows[r].cache->cap;
+        qtts_error e;
+        qtts_status st = tf_scratch_reserve(&ss->tf, &cfg->talker, rows_n, max_pos, &e);
+        if (st) {
+            for (int r = 0; r < rows_n; r++) {
+                cs[idx[r]]->gs.err = e;
+                finish(cs[idx[r]], st);
+            }
+            rows_n = 0;
+        } else {
+            tf_forward(&m->ops, &m->talker.tf, &ss->tf, rows, ss->x, rows_n, NULL, NULL);
+            tf_final_norm(&m->talker.tf, ss->x, ss->y, rows_n);
+            for (int r = 0; r < rows_n; r++) {
+                memcpy(cs[idx[r]]->y, ss->y + (size_t)r * H, sizeof(float) * H);
+                cs[idx[r]]->gs.k++;
+            }
+        }
+    }
+    const double t3 = now_ms();
+    for (int i = 0; i < n; i++) { /* each stream waited for the whole step */
+        cs[i]->stats.talker_ms += (t1 - t0) + (t3 - t2);
+        cs[i]->stats.predictor_ms += t2 - t1;
+    }
+}
+
+qtts_status gen_end(qtts_context *c, int32_t **codes_out, int *n_frames, qtts_error *e) {
+    gen_state *g = &c->gs;
+    if (codes_out) {
+        *codes_out = g->codes;
+        g->codes = NULL;
+    }
+    if (n_frames) *n_frames = g->n_out;
+    free(g->codes);
+    g->codes = NULL;
+    prompt_free(&g->pr);
+    g->active = 0;
+    if (g->status) *e = g->err;
+    return g->status;
 }
 
 qtts_status qtts_generate_codes(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user,
                                 int32_t **codes_out, int *n_frames) {
     if (!c || !p) return QTTS_ERR_INVALID_ARG;
+    if (codes_out) *codes_out = NULL;
+    if (n_frames) *n_frames = 0;
     qtts_error e;
     err_clear(&e);
-    qtts_status s = generate(c, p, on_frame, user, codes_out, n_frames, &e);
+    qtts_status s = gen_begin(c, p, on_frame, user, codes_out != NULL, &e);
+    if (!s) {
+        while (c->gs.active) gen_step(&c, 1, &c->ss);
+        s = gen_end(c, codes_out, n_frames, &e);
+    }
     snprintf(c->err, sizeof c->err, "%s", s ? e.msg : "");
     return s;
 }

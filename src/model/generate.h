@@ -24,17 +24,49 @@ typedef struct gen_trace {
     cp_trace cp;
 } gen_trace;
 
+/* Scratch for stepping up to max streams together (a context owns one for
+ * itself; a batch owns one for all its streams). */
+typedef struct step_scratch {
+    int max;           /* streams */
+    tf_scratch tf;     /* talker rows: max(prefill rows, streams); attention over max_pos */
+    cp_scratch cp;     /* code predictor for max streams */
+    float *y;          /* [max][H] post-norm hidden rows */
+    float *x;          /* [max][H] next talker inputs */
+    float *logits;     /* [max][V] */
+    float *c0e;        /* [max][H] codebook-0 embeddings */
+    int32_t *frames;   /* [max][G] */
+    int *agree;        /* [max][G] */
+} step_scratch;
+
+qtts_status step_scratch_init(step_scratch *s, const qtts_model *m, int max_streams, qtts_error *e);
+void step_scratch_free(step_scratch *s);
+
+/* One generation in progress on a context. */
+typedef struct gen_state {
+    int active;              /* between gen_begin and the step that finishes it */
+    qtts_gen_params p;       /* the request (its pointers stay borrowed until the end) */
+    prompt_out pr;           /* prompt and trailing text queue */
+    int P;                   /* prompt positions */
+    int k;                   /* next talker step */
+    int max_new, forced, cap_frames, n_text_tokens;
+    qtts_frame_fn on_frame;
+    void *user;
+    int collect;             /* keep the codes */
+    int32_t *codes;          /* [cap_out][G] when collecting */
+    int n_out, cap_out;
+    qtts_status status;      /* final status once inactive */
+    qtts_error err;
+} gen_state;
+
 struct qtts_context {
     qtts_model *model;
     qtts_context_params params;
     kv_cache cache;        /* talker KV cache, grows geometrically */
-    tf_scratch scratch;    /* talker scratch: rows = largest prompt so far */
-    cp_state cp;
+    step_scratch ss;       /* one stream's scratch; its tf also serves the prefill */
+    cp_state cp;           /* code predictor cache */
     sampler rng;
-    float *x;              /* [H] talker input of a step */
-    float *y;              /* [H] post-norm hidden */
-    float *c0e;            /* [H] codebook-0 embedding */
-    float *logits;         /* [V] */
+    float *y;              /* [H] post-norm hidden of the newest position */
+    gen_state gs;          /* the generation in progress */
     int32_t *hist;         /* [hist_cap] generated codebook-0 tokens */
     int hist_cap;
     codec_stream *codec;   /* audio decoder state; NULL when the model has no codec */
@@ -50,6 +82,17 @@ void context_set_trace(qtts_context *ctx, const gen_trace *t);
 
 /* Monotonic clock in milliseconds. */
 double now_ms(void);
+
+/* Start a generation on c: validate, resolve, build the prompt, prefill.
+ * On success c->gs.active = 1 and frames come from gen_step. */
+qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
+                      qtts_error *e);
+/* One frame for each of the n active contexts, stepped together through
+ * batched kernels using ss (n <= ss->max). A context whose generation ends
+ * (EOS, limits, cancel, error) becomes inactive with gs.status set. */
+void gen_step(qtts_context **cs, int n, step_scratch *ss);
+/* Finish: hand over the collected codes, release the prompt. Returns gs.status. */
+qtts_status gen_end(qtts_context *c, int32_t **codes_out, int *n_frames, qtts_error *e);
 
 /* The resolved template ids for a request (for tests and tools). */
 typedef struct gen_request {
