@@ -7,6 +7,12 @@ BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
 PKGS    := libpcre2-8 libutf8proc jansson sndfile soxr
+# the HTTP server's extra dependencies (lame has no pkg-config file: checked by header)
+SERVER_PKGS := libmicrohttpd libopusenc opus rubberband
+DEB_libmicrohttpd := libmicrohttpd-dev
+DEB_libopusenc := libopusenc-dev
+DEB_opus := libopus-dev
+DEB_rubberband := librubberband-dev
 # Debian package that provides each pkg-config module, for the error message.
 DEB_libpcre2-8 := libpcre2-dev
 DEB_libutf8proc := libutf8proc-dev
@@ -14,7 +20,11 @@ DEB_jansson := libjansson-dev
 DEB_sndfile := libsndfile1-dev
 DEB_soxr := libsoxr-dev
 
-MISSING := $(strip $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+MISSING := $(strip $(foreach p,$(PKGS) $(SERVER_PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
+ifeq ($(wildcard /usr/include/lame/lame.h),)
+MISSING += lame
+DEB_lame := libmp3lame-dev
+endif
 ifneq ($(MISSING),)
 ifeq ($(filter help clean,$(MAKECMDGOALS)),)
 $(error missing build dependencies: $(MISSING). Install with: apt-get install $(foreach p,$(MISSING),$(DEB_$(p))) (or run scripts/install-deps.sh))
@@ -23,6 +33,8 @@ endif
 
 DEP_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+SERVER_CFLAGS := $(shell pkg-config --cflags $(SERVER_PKGS) 2>/dev/null)
+SERVER_LIBS   := $(shell pkg-config --libs $(SERVER_PKGS) 2>/dev/null) -lmp3lame
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS  ?=
@@ -34,18 +46,21 @@ LIB_SRC   := $(shell find src -name '*.c' | sort)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC   := $(shell find tools/cli -name '*.c' | sort)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_SRC := $(shell find tools/server -name '*.c' 2>/dev/null | sort)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_LIB_OBJ := $(filter-out $(BUILD)/obj/tools/server/main.o,$(SERVER_OBJ))
 BENCH_SRC := $(shell find tools/bench -name '*.c' 2>/dev/null | sort)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 # bench objects other than main.c, for tests/bench/ tests
 BENCH_LIB_OBJ := $(filter-out $(BUILD)/obj/tools/bench/main.o,$(BENCH_OBJ))
 TCOMMON_SRC := $(wildcard tests/common/*.c)
 TCOMMON_OBJ := $(TCOMMON_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/bench/test_*.c))
+TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/bench/test_*.c tests/server/test_*.c))
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh))
+TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh tests/server/test_*.sh tests/bench/test_*.sh))
 
 .PHONY: all test debug debug-test clean deps
-all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench)
+all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench) $(if $(SERVER_SRC),$(BUILD)/qtts-server)
 
 # Per-ISA kernel files get their instruction-set flags; everything else is
 # built for the baseline ISA, and ops_dispatch picks a kernel at run time.
@@ -64,7 +79,7 @@ isa_flags = $(if $(filter %_avx2.c,$<),$(ISA_avx2),$(if $(filter %_avx512.c,$<),
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(isa_flags) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(isa_flags) $(if $(filter tools/server/%,$<),$(SERVER_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/libqtts.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -75,6 +90,14 @@ $(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
 
 $(BUILD)/qtts-bench: $(BENCH_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+
+$(BUILD)/qtts-server: $(SERVER_OBJ) $(BUILD)/libqtts.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(SERVER_OBJ) $(BUILD)/libqtts.a $(SERVER_LIBS) $(LDLIBS)
+
+# tests of the server link its objects (all but main.c)
+$(BUILD)/tests/server/%: tests/server/%.c $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/common -Itools/server -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts.a $(SERVER_LIBS) $(LDLIBS)
 
 # tests of the bench tool link its objects (all but main.c)
 $(BUILD)/tests/bench/%: tests/bench/%.c $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts.a

@@ -2,7 +2,7 @@
 # Installs the Debian packages qtts needs to build and test. Idempotent: does
 # nothing when every package is already installed. Needs root (or sudo).
 set -e
-PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox"
+PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev librubberband-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
