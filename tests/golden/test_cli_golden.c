@@ -513,6 +513,37 @@ static void script_tests(void) {
     (void)out;
 }
 
+/* qtts --help documents every option the parser accepts (read from tools/cli/args.c). */
+static void help_tests(void) {
+    char cmd[4096], out[32768], err[4096];
+    snprintf(cmd, sizeof cmd, "%s --help", qtts_bin());
+    int rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    FILE *f = fopen(test_path("../tools/cli/args.c"), "r");
+    if (!f) {
+        test_report("cli/help_documents_every_option", 0, "cannot read tools/cli/args.c");
+        return;
+    }
+    char line[1024], missing[2048] = "";
+    int n_opts = 0;
+    size_t k = 0;
+    while (fgets(line, sizeof line, f)) {
+        for (char *p = line; (p = strstr(p, "\"--")) != NULL;) {
+            char *e = strchr(p + 1, '"');
+            if (!e) break;
+            char opt[64];
+            snprintf(opt, sizeof opt, "%.*s", (int)(e - p - 1), p + 1);
+            p = e + 1;
+            if (!strchr(opt, ' ') && strlen(opt) > 2) {
+                n_opts++;
+                if (!strstr(out, opt)) k += snprintf(missing + k, k < sizeof missing ? sizeof missing - k : 0, " %s", opt);
+            }
+        }
+    }
+    fclose(f);
+    test_report("cli/help_documents_every_option", rc == 0 && n_opts > 30 && !missing[0], "exit %d, %d options, missing:%s",
+                rc, n_opts, missing);
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts-cli-XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -526,6 +557,7 @@ int main(void) {
     main_job_tests();
     clone_tests();
     script_tests();
+    help_tests();
 
     char a[4096];
     const char *cv = test_path("golden/data/custom_voice"), *e2e = test_path("golden/data/e2e_string");
