@@ -1,0 +1,30 @@
+/* Persistent worker threads for the op layer: one job at a time, split into
+ * at most n_threads tasks; the calling thread runs task 0.
+ * Dispatch: the caller publishes the job and bumps a generation counter;
+ * workers spin on it for a while (QT_POOL_SPIN_US) and then sleep on a
+ * condition variable, so back-to-back ops (a decode step is ~200 small
+ * matmuls) cost a cache-line round trip, not a syscall; the caller spins
+ * (then yields) until every worker has finished. Nothing is allocated per job.
+ * tests/unit/kbench.c measures the dispatch cost. */
+#ifndef QTTS_BACKEND_CPU_THREADPOOL_H
+#define QTTS_BACKEND_CPU_THREADPOOL_H
+
+typedef struct threadpool threadpool;
+
+/* task in [0, n_tasks): the part of the job this call does. */
+typedef void (*tp_task_fn)(void *arg, int task, int n_tasks);
+
+/* Start n_threads - 1 workers (n_threads >= 2). NULL if that fails. */
+threadpool *threadpool_create(int n_threads);
+
+/* Threads in the pool, the caller included. */
+int threadpool_size(const threadpool *p);
+
+/* Run fn(arg, t, n_tasks) for t in [0, n_tasks) (1 <= n_tasks <= size) and
+ * return when all are done. Task 0 runs on the caller. One caller at a time. */
+void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks);
+
+/* Stop and join the workers; accepts NULL. */
+void threadpool_destroy(threadpool *p);
+
+#endif
