@@ -1,54 +1,130 @@
-/* Scalar 1-D convolutions (see conv.h). */
+/* 1-D convolutions: the scalar reference kernels and the entry points that
+ * pick a kernel table and split output channels over threads (see conv.h). */
 #include "backend/cpu/conv.h"
 
-void ops_conv1d(const float *x, int cin, int t_in, int x_stride,
-                const float *w, const float *bias, int cout, int k,
-                int stride, int dilation, int groups,
-                float *y, int y_stride) {
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "backend/cpu/ops_dispatch.h"
+
+void conv1d_scalar(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, stride = a->stride, dilation = a->dilation, x_stride = a->x_stride;
     const int span = dilation * (k - 1) + 1;
-    if (t_in < span) return;
-    const int t_out = (t_in - span) / stride + 1;
-    const int cin_g = cin / groups, cout_g = cout / groups;
-    for (int o = 0; o < cout; o++) {
+    if (a->t_in < span) return;
+    const int t_out = (a->t_in - span) / stride + 1;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    for (int o = o0; o < o1; o++) {
         const int g = o / cout_g;
-        const float *wo = w + (long)o * cin_g * k;
-        float *yo = y + (long)o * y_stride;
+        const float *wo = a->w + (long)o * cin_g * k;
+        float *yo = a->y + (long)o * a->y_stride;
         for (int t = 0; t < t_out; t++) {
             float acc = 0.0f;
             for (int i = 0; i < cin_g; i++) {
-                const float *xi = x + (long)(g * cin_g + i) * x_stride + (long)t * stride;
+                const float *xi = a->x + (long)(g * cin_g + i) * x_stride + (long)t * stride;
                 const float *wi = wo + (long)i * k;
                 for (int tap = 0; tap < k; tap++) acc += wi[tap] * xi[tap * dilation];
             }
-            yo[t] = acc + (bias ? bias[o] : 0.0f);
+            yo[t] = acc + (a->bias ? a->bias[o] : 0.0f);
         }
     }
 }
 
-void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride,
-                          const float *w, const float *bias, int cout, int k,
-                          int stride, int groups,
-                          float *y, int y_stride) {
-    const int t_out = (t_in - 1) * stride + k;
-    const int cin_g = cin / groups, cout_g = cout / groups;
-    for (int o = 0; o < cout; o++) {
+void conv_transpose1d_scalar(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, stride = a->stride, t_in = a->t_in;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    for (int o = o0; o < o1; o++) {
         const int g = o / cout_g, og = o % cout_g;
-        float *yo = y + (long)o * y_stride;
-        for (int t = 0; t < t_out; t++) {
+        float *yo = a->y + (long)o * a->y_stride - a->t0;
+        for (int t = a->t0; t < a->t1; t++) {
             /* input steps j with 0 <= t - j*stride < k */
             int j_hi = t / stride;
             if (j_hi > t_in - 1) j_hi = t_in - 1;
-            int j_lo = (t - k + stride) / stride;
-            if (t - k + 1 <= 0) j_lo = 0;
-            else j_lo = (t - k + 1 + stride - 1) / stride;
+            const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + stride - 1) / stride;
             float acc = 0.0f;
             for (int i = 0; i < cin_g; i++) {
                 const int ci = g * cin_g + i;
-                const float *xi = x + (long)ci * x_stride;
-                const float *wi = w + ((long)ci * cout_g + og) * k;
+                const float *xi = a->x + (long)ci * a->x_stride;
+                const float *wi = a->w + ((long)ci * cout_g + og) * k;
                 for (int j = j_lo; j <= j_hi; j++) acc += xi[j] * wi[t - j * stride];
             }
-            yo[t] = acc + (bias ? bias[o] : 0.0f);
+            yo[t] = acc + (a->bias ? a->bias[o] : 0.0f);
         }
     }
+}
+
+static const ops_kernels *g_default;
+static pthread_once_t g_default_once = PTHREAD_ONCE_INIT;
+static void default_init(void) { g_default = ops_kernels_best(); }
+
+static const ops_kernels *default_kernels(void) {
+    pthread_once(&g_default_once, default_init);
+    return g_default;
+}
+
+/* x deinterleaved by stride phase: xph[(i*s + p)*len + u] = x[i][u*s + p]. */
+static float *deinterleave(const float *x, int cin, int t_in, int x_stride, int s, int *len) {
+    const int L = (t_in + s - 1) / s;
+    float *xph = malloc(sizeof(float) * (size_t)cin * s * L);
+    if (!xph) return NULL;
+    for (int i = 0; i < cin; i++)
+        for (int p = 0; p < s; p++) {
+            float *dst = xph + ((size_t)i * s + p) * L;
+            const float *src = x + (size_t)i * x_stride + p;
+            for (int u = 0; u * s + p < t_in; u++) dst[u] = src[(size_t)u * s];
+        }
+    *len = L;
+    return xph;
+}
+
+static void conv1d_any(const ops_ctx *c, const ops_kernels *k, const float *x, int cin, int t_in, int x_stride,
+                       const float *w, const float *bias, int cout, int kk, int stride, int dilation, int groups,
+                       float *y, int y_stride) {
+    const int span = dilation * (kk - 1) + 1;
+    if (t_in < span || cout <= 0) return;
+    const int t_out = (t_in - span) / stride + 1;
+    ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = x_stride, .w = w, .bias = bias,
+                       .cout = cout, .k = kk, .stride = stride, .dilation = dilation, .groups = groups,
+                       .t0 = 0, .t1 = t_out, .y = y, .y_stride = y_stride};
+    float *xph = NULL;
+    if (stride > 1 && k != ops_kernels_scalar()) {
+        xph = deinterleave(x, cin, t_in, x_stride, stride, &a.ph_len);
+        a.xph = xph;
+    }
+    ops_conv_run(c, k->conv1d, &a, (long long)cout * (cin / groups) * kk * t_out);
+    free(xph);
+}
+
+void ops_conv1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias, int cout, int k,
+                int stride, int dilation, int groups, float *y, int y_stride) {
+    conv1d_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, dilation, groups, y,
+               y_stride);
+}
+
+void ops_conv1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *w,
+                    const float *bias, int cout, int k, int stride, int dilation, int groups, float *y, int y_stride) {
+    conv1d_any(c, c->k, x, cin, t_in, x_stride, w, bias, cout, k, stride, dilation, groups, y, y_stride);
+}
+
+static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, int cin, int t_in, int x_stride,
+                        const float *w, const float *bias, int cout, int kk, int stride, int groups, int t0, int t1,
+                        float *y, int y_stride) {
+    if (t_in <= 0 || t1 <= t0 || cout <= 0) return;
+    ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = x_stride, .w = w, .bias = bias,
+                       .cout = cout, .k = kk, .stride = stride, .dilation = 1, .groups = groups,
+                       .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride};
+    const long long per_out = (long long)(cin / groups) * ((kk + stride - 1) / stride);
+    ops_conv_run(c, k->conv_transpose1d, &a, (long long)cout * (t1 - t0) * per_out);
+}
+
+void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias,
+                          int cout, int k, int stride, int groups, float *y, int y_stride) {
+    const int t_out = (t_in - 1) * stride + k;
+    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, 0, t_out, y,
+                y_stride);
+}
+
+void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *w,
+                              const float *bias, int cout, int k, int stride, int groups, int t0, int t1, float *y,
+                              int y_stride) {
+    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, t0, t1, y, y_stride);
 }

@@ -2,19 +2,36 @@
  * No implicit padding: callers prepend causal/left context themselves, which is
  * what makes exact streaming possible. Each output sample is one dot product
  * accumulated in a fixed order (input channel, then tap), independent of how
- * many time steps are computed in one call: decoding in chunks yields the same
- * bits as one pass. */
+ * many time steps or output channels are computed in one call and of the
+ * thread count: decoding in chunks yields the same bits as one pass.
+ * The SIMD kernels (conv_avx2.c, conv_avx512.c) keep that order per output and
+ * fuse each multiply-add (FMA), so they differ from the scalar reference in
+ * the last bits only; they vectorise over time, threads split output channels.
+ *
+ * The plain functions run on the calling thread with the process's default
+ * kernel table (the best for this CPU, or QTTS_ISA); the _ctx variants use the
+ * context's table and thread pool. Both give the same bits for the same table. */
 #ifndef QTTS_BACKEND_CPU_CONV_H
 #define QTTS_BACKEND_CPU_CONV_H
 
+#include "backend/cpu/ops.h"
+
 /* Conv1d. w: [cout][cin/groups][k]; bias: [cout] or NULL.
- * t_out = (t_in - dilation*(k-1) - 1) / stride + 1 (caller ensures t_out >= 0).
- * y: [cout][t_out], row stride y_stride (>= t_out) so results can be written
- * into a larger buffer; x row stride x_stride (>= t_in). */
+ * t_out = (t_in - dilation*(k-1) - 1) / stride + 1 (nothing is written when
+ * t_in < dilation*(k-1) + 1). y: [cout][t_out], row stride y_stride (>= t_out)
+ * so results can be written into a larger buffer; x row stride x_stride (>= t_in).
+ * y[o][t] = bias[o] + sum over input channels i of the group in order, then
+ * taps in order, of w[o][i][tap] x[g cin_g + i][t stride + tap dilation].
+ * stride > 1 deinterleaves x into a temporary buffer (malloc); if that fails
+ * a slower path with the same bits runs. */
 void ops_conv1d(const float *x, int cin, int t_in, int x_stride,
                 const float *w, const float *bias, int cout, int k,
                 int stride, int dilation, int groups,
                 float *y, int y_stride);
+void ops_conv1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
+                    const float *w, const float *bias, int cout, int k,
+                    int stride, int dilation, int groups,
+                    float *y, int y_stride);
 
 /* ConvTranspose1d, full output (no trimming). w: [cin][cout/groups][k] (PyTorch);
  * t_out = (t_in - 1) * stride + k. y[o][t] = bias[o] + sum over (i, j) with
@@ -24,5 +41,17 @@ void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride,
                           const float *w, const float *bias, int cout, int k,
                           int stride, int groups,
                           float *y, int y_stride);
+/* The same over the output window [t0, t1) only (0 <= t0 <= t1 <= t_out):
+ * y[o][t - t0]. A causal transposed conv that trims its right edge (or a
+ * streaming one that drops outputs already emitted) computes just what it keeps. */
+void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
+                              const float *w, const float *bias, int cout, int k,
+                              int stride, int groups, int t0, int t1,
+                              float *y, int y_stride);
+
+/* Scalar reference convolutions over output channels [o0, o1) (the kernel
+ * table entries of ops_kernels_scalar). */
+void conv1d_scalar(const ops_conv_args *a, int o0, int o1);
+void conv_transpose1d_scalar(const ops_conv_args *a, int o0, int o1);
 
 #endif

@@ -1,17 +1,225 @@
-/* CPU op layer: element-wise ops and kernel selection (see ops.h). */
+/* CPU op layer: context lifecycle, threaded matmul dispatch, element-wise
+ * ops (see ops.h). A matmul: pick the kernel for W's format -> prepare X if
+ * the format needs it (int8 blocks, bf16) into the context's scratch ->
+ * split W's rows over the pool in multiples of 16 -> kernel per row range. */
 #include "backend/cpu/ops.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+#include "backend/cpu/threadpool.h"
+
+/* Below this many multiply-adds a matmul runs on the caller alone: waking the
+ * pool costs about a microsecond (see threadpool.h). */
+#define MT_MIN_MACS (1 << 16)
+#define ROW_CHUNK 16
+#define STACK_PREP_BYTES 16384
+
+typedef struct mm_job {
+    ops_mm_fn fn;
+    const qt_mat *W;
+    const float *X;
+    const void *prep;
+    int n;
+    const float *bias;
+    float *Y;
+} mm_job;
+
+typedef struct conv_job {
+    void (*fn)(const ops_conv_args *a, int o0, int o1);
+    const ops_conv_args *a;
+} conv_job;
+
+struct ops_rt {
+    threadpool *pool;
+    atomic_int busy;
+    void *scratch; /* 64-byte aligned, grow-only */
+    size_t scratch_cap;
+    mm_job mm;
+    conv_job conv;
+};
 
 void ops_init(ops_ctx *ctx, int n_threads, int force_scalar) {
-    (void)force_scalar; /* only the scalar kernels exist so far */
-    ctx->k = ops_kernels_scalar();
+    memset(ctx, 0, sizeof *ctx);
+    ctx->k = force_scalar ? ops_kernels_scalar() : ops_kernels_best();
     ctx->n_threads = n_threads < 1 ? 1 : n_threads;
+    if (ctx->n_threads > 1) {
+        struct ops_rt *rt = calloc(1, sizeof *rt);
+        if (rt) rt->pool = threadpool_create(ctx->n_threads);
+        if (!rt || !rt->pool) {
+            free(rt);
+            ctx->n_threads = 1;
+            return;
+        }
+        atomic_init(&rt->busy, 0);
+        ctx->rt = rt;
+    }
 }
 
-void ops_free(ops_ctx *ctx) { (void)ctx; }
+void ops_free(ops_ctx *ctx) {
+    if (!ctx) return;
+    if (ctx->rt) {
+        threadpool_destroy(ctx->rt->pool);
+        free(ctx->rt->scratch);
+        free(ctx->rt);
+    }
+    const ops_kernels *k = ctx->k;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->k = k;
+}
+
+int ops_set_bf16_dp(ops_ctx *ctx, int on) {
+    if (!on) {
+        ctx->bf16_dp = 0;
+        return 1;
+    }
+    if (!ctx->k->mm_bf16_dp) return 0;
+    ctx->bf16_dp = 1;
+    return 1;
+}
+
+int ops_weight_format(const qt_mat *W) {
+    switch (W->dtype) {
+    case DT_F32: return OPS_WF_F32;
+    case DT_F16: return OPS_WF_F16;
+    case DT_BF16: return OPS_WF_BF16;
+    case DT_I8: return W->quant == QT_Q8_B32 && W->scales ? OPS_WF_Q8 : -1;
+    case DT_U8:
+        if (W->quant == QT_Q4_B32 && W->scales) return OPS_WF_Q4;
+        if (W->quant == QT_Q4M_B32 && W->scales && W->mins) return OPS_WF_Q4M;
+        return -1;
+    default: return -1;
+    }
+}
+
+/* Take the pool for this call (0 if another thread holds it). */
+static int rt_acquire(struct ops_rt *rt) {
+    int expect = 0;
+    return rt && atomic_compare_exchange_strong(&rt->busy, &expect, 1);
+}
+
+static void rt_release(struct ops_rt *rt) { atomic_store(&rt->busy, 0); }
+
+static void *rt_scratch(struct ops_rt *rt, size_t bytes) {
+    if (bytes <= rt->scratch_cap) return rt->scratch;
+    const size_t cap = (bytes + bytes / 4 + 4095) & ~(size_t)4095;
+    void *p = aligned_alloc(64, cap);
+    if (!p) return NULL;
+    free(rt->scratch);
+    rt->scratch = p;
+    rt->scratch_cap = cap;
+    return p;
+}
+
+/* Rows [r0, r1) of task t out of nt, in chunks of ROW_CHUNK. */
+static void split_range(int total, int t, int nt, int *a, int *b) {
+    const int nch = (total + ROW_CHUNK - 1) / ROW_CHUNK;
+    const int c0 = (int)((long long)nch * t / nt), c1 = (int)((long long)nch * (t + 1) / nt);
+    *a = c0 * ROW_CHUNK;
+    *b = c1 * ROW_CHUNK < total ? c1 * ROW_CHUNK : total;
+}
+
+static void mm_task(void *arg, int t, int nt) {
+    const mm_job *j = arg;
+    int r0, r1;
+    split_range(j->W->rows, t, nt, &r0, &r1);
+    if (r0 < r1) j->fn(j->W, j->X, j->prep, j->n, j->bias, j->Y, r0, r1);
+}
+
+static int threads_for(const ops_ctx *c, long long macs, int units) {
+    int nt = c->n_threads;
+    if (macs < MT_MIN_MACS) return 1;
+    const int max_units = (units + ROW_CHUNK - 1) / ROW_CHUNK;
+    return nt < max_units ? nt : max_units;
+}
+
+int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n) {
+    if (!c->rt || n <= 0) return 1;
+    return threads_for(c, (long long)W->rows * W->cols * n, W->rows);
+}
+
+void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
+    if (n <= 0 || W->rows <= 0) return;
+    const ops_kernels *k = c->k;
+    const int f = ops_weight_format(W);
+    if (f < 0) {
+        for (size_t i = 0; i < (size_t)n * W->rows; i++) Y[i] = NAN;
+        return;
+    }
+    ops_mm_fn fn = k->mm[f];
+    ops_prep_size_fn psize = k->prep_size[f];
+    ops_prep_fn prep = k->prep[f];
+    if (f == OPS_WF_BF16 && c->bf16_dp && k->mm_bf16_dp) {
+        fn = k->mm_bf16_dp;
+        psize = bf16_prep_size;
+        prep = bf16_prep;
+    }
+    struct ops_rt *rt = c->rt;
+    const int own = rt_acquire(rt);
+    _Alignas(64) unsigned char stack_buf[STACK_PREP_BYTES];
+    void *pbuf = NULL, *heap = NULL;
+    if (psize) {
+        const size_t sz = psize(W, n);
+        if (own) pbuf = rt_scratch(rt, sz);
+        if (!pbuf && sz <= sizeof stack_buf) pbuf = stack_buf;
+        if (!pbuf) pbuf = heap = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+        if (!pbuf) {
+            for (size_t i = 0; i < (size_t)n * W->rows; i++) Y[i] = NAN;
+            if (own) rt_release(rt);
+            return;
+        }
+        prep(W, X, n, pbuf);
+    }
+    const int nt = own ? threads_for(c, (long long)W->rows * W->cols * n, W->rows) : 1;
+    if (nt <= 1) {
+        fn(W, X, pbuf, n, bias, Y, 0, W->rows);
+    } else {
+        rt->mm = (mm_job){fn, W, X, pbuf, n, bias, Y};
+        threadpool_run(rt->pool, mm_task, &rt->mm, nt);
+    }
+    if (own) rt_release(rt);
+    free(heap);
+}
+
+/* ------------------------------------------------------------ convolutions */
+
+static void conv_task(void *arg, int t, int nt) {
+    const conv_job *j = arg;
+    int o0, o1;
+    /* split output channels in chunks of 4 (the kernels' channel tile) */
+    const int total = j->a->cout, nch = (total + 3) / 4;
+    o0 = (int)((long long)nch * t / nt) * 4;
+    o1 = (int)((long long)nch * (t + 1) / nt) * 4;
+    if (o1 > total) o1 = total;
+    if (o0 < o1) j->fn(j->a, o0, o1);
+}
+
+void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
+                  long long macs) {
+    struct ops_rt *rt = c ? c->rt : NULL;
+    const int own = rt_acquire(rt);
+    int nt = 1;
+    if (own && macs >= MT_MIN_MACS) nt = c->n_threads < (a->cout + 3) / 4 ? c->n_threads : (a->cout + 3) / 4;
+    if (nt <= 1) {
+        fn(a, 0, a->cout);
+    } else {
+        rt->conv = (conv_job){fn, a};
+        threadpool_run(rt->pool, conv_task, &rt->conv, nt);
+    }
+    if (own) rt_release(rt);
+}
+
+/* ------------------------------------------------------------ rows */
 
 void ops_get_row(const qt_mat *W, int r, float *out) {
+    if (qt_is_quant(W)) {
+        qmat_dequant_row(W, r, out);
+        return;
+    }
     const size_t off = (size_t)r * W->cols;
     switch (W->dtype) {
     case DT_F32: dtype_to_f32(DT_F32, (const float *)W->data + off, out, W->cols); break;
@@ -21,6 +229,23 @@ void ops_get_row(const qt_mat *W, int r, float *out) {
 
 void ops_add_row(const qt_mat *W, int r, float *out) {
     const size_t off = (size_t)r * W->cols;
+    if (qt_is_quant(W)) {
+        float tmp[1024];
+        if (W->cols <= 1024) {
+            qmat_dequant_row(W, r, tmp);
+            for (int j = 0; j < W->cols; j++) out[j] += tmp[j];
+        } else {
+            float *t = malloc(sizeof(float) * W->cols);
+            if (!t) {
+                for (int j = 0; j < W->cols; j++) out[j] = NAN;
+                return;
+            }
+            qmat_dequant_row(W, r, t);
+            for (int j = 0; j < W->cols; j++) out[j] += t[j];
+            free(t);
+        }
+        return;
+    }
     switch (W->dtype) {
     case DT_F32: {
         const float *w = (const float *)W->data + off;
@@ -40,6 +265,8 @@ void ops_add_row(const qt_mat *W, int r, float *out) {
     default: break;
     }
 }
+
+/* ------------------------------------------------------------ element-wise */
 
 void ops_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
     float ss = 0.0f;
@@ -78,4 +305,10 @@ void ops_softmax(float *x, int n) {
     }
     const float inv = 1.0f / sum;
     for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
+void ops_snake(const ops_ctx *c, const float *x, int x_stride, float *y, int y_stride, const float *a,
+               const float *inv_b, int C, int T) {
+    for (int ch = 0; ch < C; ch++)
+        c->k->snake(y + (size_t)ch * y_stride, x + (size_t)ch * x_stride, T, a[ch], inv_b[ch]);
 }

@@ -1,9 +1,35 @@
 /* CPU op layer: the only place model code reaches for arithmetic.
  * Dataflow: model code -> ops_* (this header) -> the kernel table picked once
- * at model load (ops_dispatch) -> scalar reference or an ISA-specific kernel.
- * Weights are read in their stored dtype (qt_mat); activations are f32.
+ * at ops_init (ops_dispatch.c: scalar, avx2, avx512 or neon) -> the thread
+ * pool of the context -> a kernel over a range of weight rows.
+ * Weights are read in their stored format (qt_mat: f32/f16/bf16 or a block
+ * quantised int8/int4 format, see quant.h); activations are f32.
  * Every matrix op takes n rows of input so prefill and several streams
- * stepped together use the same entry point as a single decode step. */
+ * stepped together use the same entry point as a single decode step.
+ *
+ * Bit-exactness contract (what exact streaming and "a request gives the same
+ * audio alone or batched" rest on). For a given build and kernel table:
+ *  - ops_matmul: each output Y[i][r] is computed by a fixed sequence of
+ *    operations on row i of X and row r of W (the SIMD lane split of the
+ *    reduction, the tail, the final horizontal sum and the bias add are the
+ *    same for every call). It does not depend on n, on which other rows are in
+ *    the call, on the number of threads or on how rows are split across them:
+ *    threads split the weight rows r, never the reduction.
+ *    Quantised weights: X is quantised per row (blocks of 32) before the
+ *    product; that too depends on row i only.
+ *  - ops_conv1d / ops_conv_transpose1d: each output sample is one sum in the
+ *    fixed order documented in conv.h, independent of how many time steps or
+ *    output channels one call computes and of the thread count.
+ *  Different kernel tables (scalar vs avx2 vs avx512) may differ in the last
+ *  bits: the SIMD paths split the reduction over lanes and use FMA.
+ *
+ * Threads: ops_init starts n_threads - 1 persistent workers (the calling thread
+ * is the n-th); ops_free joins them. Model code passes a const ops_ctx *: the
+ * pool is internally synchronised but is meant to be driven by one thread at a
+ * time per ops_ctx. A call that finds the pool busy (another thread inside an
+ * op of the same ops_ctx) does not wait or fail: it runs single-threaded on
+ * its caller with the same result bits, only slower. Give each concurrently
+ * running stream its own ops_ctx to get its own workers. */
 #ifndef QTTS_BACKEND_CPU_OPS_H
 #define QTTS_BACKEND_CPU_OPS_H
 
@@ -12,47 +38,134 @@
 
 #include "util/dtype.h"
 
-/* A weight matrix as stored: rows x cols, row-major (PyTorch Linear [out, in]).
- * data points into the mmap (or an owned aligned copy); never written. */
+/* Storage format of a quantised weight matrix (see quant.h for the block
+ * layouts). Read only when dtype is DT_I8 or DT_U8 (qt_is_quant). */
+typedef enum qt_quant {
+    QT_FLOAT = 0, /* data: [rows][cols] in dtype (DT_F32, DT_F16 or DT_BF16) */
+    QT_Q8_B32,    /* int8, blocks of 32 columns, f16 scale: w = d * q, q in [-127, 127] */
+    QT_Q4_B32,    /* int4, blocks of 32, f16 scale: w = d * (q - 8), q in [0, 15] */
+    QT_Q4M_B32,   /* int4, blocks of 32, f16 scale and min: w = d * q + m, q in [0, 15] */
+    QT_QUANT_COUNT
+} qt_quant;
+
+/* A weight matrix: rows x cols, row-major (PyTorch Linear [out, in]).
+ * Float formats (dtype DT_F32, DT_F16, DT_BF16): only data, dtype, rows and
+ * cols are read, so code that fills those four need not touch the rest; data
+ * points into the mmap (or an owned copy) and is never written.
+ * Quantised formats (dtype DT_I8 or DT_U8): made by qmat_quantize (quant.h),
+ * which sets every field and owns the buffer; rows are padded to
+ * kpad = cols rounded up to 128 (zero weights). */
 typedef struct qt_mat {
-    const void *data;
-    qtts_dtype dtype; /* DT_F32, DT_F16 or DT_BF16 */
-    int rows;         /* out features */
-    int cols;         /* in features */
+    const void *data;       /* float: [rows][cols] dtype; Q8: int8 [rows][kpad]; Q4/Q4M: u8 [rows][kpad/2] */
+    qtts_dtype dtype;       /* float element type; DT_I8 (Q8) or DT_U8 (Q4, Q4M) when quantised */
+    int rows;               /* out features */
+    int cols;               /* in features */
+    qt_quant quant;         /* quantised: the format; else unused (QT_FLOAT by convention) */
+    const uint16_t *scales; /* quantised: f16 [rows][kpad/32] block scales d; else NULL */
+    const uint16_t *mins;   /* QT_Q4M_B32: f16 [rows][kpad/32] block minima m; else NULL */
+    void *owned;            /* buffer released by qmat_free (NULL: borrowed) */
 } qt_mat;
 
-typedef struct ops_ctx ops_ctx;
+/* 1 if m is quantised (dtype DT_I8 or DT_U8): only then are quant, scales,
+ * mins and owned meaningful. */
+static inline int qt_is_quant(const qt_mat *m) { return m->dtype == DT_I8 || m->dtype == DT_U8; }
 
-/* Kernel table: one implementation per ISA, the scalar one always present. */
+/* Weight formats as kernel table indices. */
+enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_COUNT };
+
+/* The kernel table index of W's format, or -1 if unsupported. */
+int ops_weight_format(const qt_mat *W);
+
+/* Matmul over weight rows [r0, r1): Y[i][r] = X[i] . W[r] (+ bias[r]) for
+ * i < n. prep: activations prepared by the format's prep function (NULL for
+ * the float formats). Y and X have row strides W->rows and W->cols. */
+typedef void (*ops_mm_fn)(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                          int r0, int r1);
+/* Bytes of prepared activations for n rows of W's width (0: no prep). */
+typedef size_t (*ops_prep_size_fn)(const qt_mat *W, int n);
+/* Prepare X [n][cols] into buf (64-byte aligned, ops_prep_size bytes). */
+typedef void (*ops_prep_fn)(const qt_mat *W, const float *X, int n, void *buf);
+
+/* Arguments of one convolution (see conv.h for the meaning of each). */
+typedef struct ops_conv_args {
+    const float *x;       /* [cin][x_stride], t_in valid steps */
+    int cin, t_in, x_stride;
+    const float *w;       /* conv1d: [cout][cin/groups][k]; transposed: [cin][cout/groups][k] */
+    const float *bias;    /* [cout] or NULL */
+    int cout, k, stride, dilation, groups;
+    int t0, t1;           /* output window [t0, t1) (transposed conv); conv1d: [0, t_out) */
+    float *y;             /* [cout][y_stride]: y[o][t - t0] */
+    int y_stride;
+    const float *xph;     /* conv1d with stride > 1: x deinterleaved by phase, or NULL */
+    int ph_len;           /* steps per phase row of xph */
+} ops_conv_args;
+
+/* Kernel table: one per ISA, the scalar one always present. */
 typedef struct ops_kernels {
-    const char *name; /* "scalar", "avx2", ... */
-    /* Y[n][W.rows] = X[n][W.cols] * W^T (+ bias[W.rows] if bias != NULL). */
+    const char *name; /* "scalar", "avx2", "avx512", "neon" */
+    /* Y[n][W.rows] = X[n][W.cols] * W^T (+ bias[W.rows] if bias != NULL), on
+     * the calling thread; same bits as ops_matmul. Quantised W: prepares X in
+     * a temporary buffer (malloc; Y is NaN if that fails). */
     void (*matmul)(const qt_mat *W, const float *X, int n, const float *bias, float *Y);
+    ops_mm_fn mm[OPS_WF_COUNT];             /* per weight format, over a row range */
+    ops_prep_size_fn prep_size[OPS_WF_COUNT]; /* NULL: no prep for that format */
+    ops_prep_fn prep[OPS_WF_COUNT];
+    /* BF16 weights with the activations rounded to bf16 and vdpbf16ps (about
+     * 3e-3 relative error per product); NULL where the CPU lacks it. */
+    ops_mm_fn mm_bf16_dp;
+    /* sum_j a[j] b[j] (lane-split, fixed order for a given n) */
+    float (*dot)(const float *a, const float *b, int n);
+    /* y[j] += a * x[j] (element-wise: same bits on every ISA with FMA) */
+    void (*axpy)(float *y, float a, const float *x, int n);
+    /* Output channels [o0, o1) of a convolution (conv.h). */
+    void (*conv1d)(const ops_conv_args *a, int o0, int o1);
+    void (*conv_transpose1d)(const ops_conv_args *a, int o0, int o1);
+    /* y[t] = x[t] + inv_b * sin(a x[t])^2 over T steps (SnakeBeta, in place allowed) */
+    void (*snake)(float *y, const float *x, int T, float a, float inv_b);
 } ops_kernels;
 
-struct ops_ctx {
-    const ops_kernels *k;
-    int n_threads;
-};
+struct ops_rt; /* thread pool and scratch (ops.c) */
 
-/* Initialise with the best kernels for this CPU (force_scalar = 1: reference). */
+typedef struct ops_ctx {
+    const ops_kernels *k;
+    int n_threads;     /* >= 1, the caller included */
+    int bf16_dp;       /* 1: BF16 weights use k->mm_bf16_dp (set by ops_set_bf16_dp) */
+    struct ops_rt *rt; /* NULL with one thread */
+} ops_ctx;
+
+/* Initialise with the best kernels for this CPU (force_scalar = 1: the
+ * reference). The environment variable QTTS_ISA=scalar|avx2|avx512|neon forces
+ * a table (ignored, with the best table kept, if the CPU lacks it).
+ * n_threads < 1 counts as 1. With n_threads > 1 it starts the worker threads
+ * (if that fails the context runs on one thread). */
 void ops_init(ops_ctx *ctx, int n_threads, int force_scalar);
 
-/* Release what ops_init set up (worker threads); accepts a zeroed ctx. */
+/* Join the workers and release what ops_init set up; accepts a zeroed ctx.
+ * Leaves the ctx zeroed except k. */
 void ops_free(ops_ctx *ctx);
+
+/* Opt in to the bf16-activation dot product for BF16 weights (faster, about
+ * 1e-2 relative error on a matmul instead of 1e-6). Returns 1 if the kernel
+ * table has it (AVX512_BF16), else 0 and nothing changes. on = 0 turns it off. */
+int ops_set_bf16_dp(ops_ctx *ctx, int on);
 
 /* The scalar reference kernels (always built). */
 const ops_kernels *ops_kernels_scalar(void);
 
-/* Y[n][rows] = X[n][cols] W^T + bias */
-static inline void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n,
-                              const float *bias, float *Y) {
-    c->k->matmul(W, X, n, bias, Y);
-}
+/* Y[n][rows] = X[n][cols] W^T + bias, threads split over W's rows. */
+void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y);
 
-/* out[cols] = row r of W widened to f32. */
+/* Threads ops_matmul uses for W and n rows (1 below the size where waking
+ * the pool pays off). */
+int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n);
+
+/* sum_j a[j] b[j] and y += a x with the context's kernels (attention helpers). */
+static inline float ops_dot(const ops_ctx *c, const float *a, const float *b, int n) { return c->k->dot(a, b, n); }
+static inline void ops_axpy(const ops_ctx *c, float *y, float a, const float *x, int n) { c->k->axpy(y, a, x, n); }
+
+/* out[cols] = row r of W widened (dequantised) to f32. */
 void ops_get_row(const qt_mat *W, int r, float *out);
-/* out[cols] += row r of W widened to f32. */
+/* out[cols] += row r of W widened (dequantised) to f32. */
 void ops_add_row(const qt_mat *W, int r, float *out);
 
 /* y = x / sqrt(mean(x^2) + eps) * w  over n elements (in place allowed). */
@@ -70,5 +183,11 @@ void ops_rope_neox(float *x, int d, int pos, const float *inv_freq);
 
 /* In-place softmax over n entries (max-subtracted, f32). -INFINITY allowed. */
 void ops_softmax(float *x, int n);
+
+/* SnakeBeta over C channels of T steps: y[c][t] = x[c][t] + inv_b[c] *
+ * sin(a[c] x[c][t])^2 (x and y channel-major with their row strides; in
+ * place allowed). The SIMD sine is within 2 ulp of sinf, not bit-equal. */
+void ops_snake(const ops_ctx *c, const float *x, int x_stride, float *y, int y_stride, const float *a,
+               const float *inv_b, int C, int T);
 
 #endif

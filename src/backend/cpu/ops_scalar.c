@@ -1,13 +1,22 @@
 /* Scalar reference kernels: the definition of correct for every optimised path.
- * Weights are widened to f32 element by element; accumulation in f32 in index
- * order (matches a straightforward PyTorch fp32 matmul to float rounding). */
-#include "backend/cpu/ops.h"
-
+ * Float weights are widened to f32 element by element; accumulation in f32 in
+ * index order (matches a straightforward PyTorch fp32 matmul to float
+ * rounding). Quantised weights: exact integer dot per block of 32 with the
+ * int8 activations of quant.h, then d_w * (d_x * dot) summed over blocks in
+ * order. Built for the baseline ISA (no FMA): each multiply and add rounds. */
+#include <math.h>
 #include <stdint.h>
 
-static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
+#include "backend/cpu/conv.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+
+static void mm_float_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                            int r0, int r1) {
+    (void)prep;
     const int rows = W->rows, cols = W->cols;
-    for (int r = 0; r < rows; r++) {
+    for (int r = r0; r < r1; r++) {
         for (int i = 0; i < n; i++) {
             const float *x = X + (size_t)i * cols;
             float acc = 0.0f;
@@ -27,16 +36,78 @@ static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *b
                 for (int j = 0; j < cols; j++) acc += f16_to_f32(w[j]) * x[j];
                 break;
             }
-            default: break;
+            default: acc = NAN; break;
             }
             Y[(size_t)i * rows + r] = acc + (bias ? bias[r] : 0.0f);
         }
     }
 }
 
+static void mm_quant_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                            int r0, int r1) {
+    (void)X;
+    const int rows = W->rows, cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
+    const size_t rb = qmat_row_bytes(W);
+    for (int r = r0; r < r1; r++) {
+        const uint8_t *wr = (const uint8_t *)W->data + (size_t)r * rb;
+        const uint16_t *sc = W->scales + (size_t)r * nb;
+        for (int i = 0; i < n; i++) {
+            const q8_rows xr = q8_prep_row(prep, cols, i);
+            float acc = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                const int8_t *xq = xr.xq + b * QT_BLOCK;
+                int32_t dot = 0;
+                if (W->quant == QT_Q8_B32) {
+                    const int8_t *q = (const int8_t *)wr + b * QT_BLOCK;
+                    for (int j = 0; j < QT_BLOCK; j++) dot += q[j] * xq[j];
+                } else {
+                    const uint8_t *p = wr + b * 16;
+                    const int off = W->quant == QT_Q4_B32 ? 8 : 0;
+                    for (int j = 0; j < 16; j++) dot += ((p[j] & 15) - off) * xq[j] + ((p[j] >> 4) - off) * xq[j + 16];
+                }
+                acc += f16_to_f32(sc[b]) * (xr.dx[b] * (float)dot);
+                if (W->quant == QT_Q4M_B32) acc += f16_to_f32(W->mins[(size_t)r * nb + b]) * xr.fsum[b];
+            }
+            Y[(size_t)i * rows + r] = acc + (bias ? bias[r] : 0.0f);
+        }
+    }
+}
+
+static float dot_scalar(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int j = 0; j < n; j++) s += a[j] * b[j];
+    return s;
+}
+
+static void axpy_scalar(float *y, float a, const float *x, int n) {
+    for (int j = 0; j < n; j++) y[j] += a * x[j];
+}
+
+static void snake_scalar(float *y, const float *x, int T, float a, float inv_b) {
+    for (int t = 0; t < T; t++) {
+        const float v = x[t], s = sinf(v * a);
+        y[t] = v + inv_b * (s * s);
+    }
+}
+
+static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y);
+
 static const ops_kernels scalar_kernels = {
     .name = "scalar",
     .matmul = matmul_scalar,
+    .mm = {mm_float_scalar, mm_float_scalar, mm_float_scalar, mm_quant_scalar, mm_quant_scalar, mm_quant_scalar},
+    .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size},
+    .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep},
+    .mm_bf16_dp = NULL,
+    .dot = dot_scalar,
+    .axpy = axpy_scalar,
+    .conv1d = conv1d_scalar,
+    .conv_transpose1d = conv_transpose1d_scalar,
+    .snake = snake_scalar,
 };
+
+static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
+    ops_matmul_with(&scalar_kernels, W, X, n, bias, Y);
+}
 
 const ops_kernels *ops_kernels_scalar(void) { return &scalar_kernels; }

@@ -1,0 +1,282 @@
+/* AVX2 + FMA convolution and SnakeBeta kernels (see conv.h for the contract;
+ * the structure is that of conv_avx512.c with 8 lanes).
+ * conv1d: register tiles of CO <= 4 output channels x TV <= 2 vectors of 8
+ * output steps; for each input channel (in order) and tap (in order) one
+ * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.
+ * The last partial vector uses masked loads/stores (vmaskmovps), so a sample's
+ * sequence of operations never depends on where a call starts or ends.
+ * Transposed conv: vectorised over q for each output phase, scalar fmaf on
+ * the edges (same terms, same order, same bits). */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/conv.h"
+#include "backend/cpu/ops_dispatch.h"
+
+#define AI static inline __attribute__((always_inline))
+#define VL 8
+#define TVMAX 2
+#define MAX_K 64
+
+typedef struct xmap {
+    const float *base;
+    size_t crs;
+    int toff[MAX_K];
+} xmap;
+
+AI __m256i lane_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
+                __m256i mlast, const float *bias, int o, float *y, size_t ys) {
+    __m256 acc[4][TVMAX];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) acc[c][v] = _mm256_setzero_ps();
+    for (int i = 0; i < cin_g; i++) {
+        const float *xr = xm->base + (size_t)(ci0 + i) * xm->crs + t;
+        const float *wi = w + (size_t)i * k;
+        for (int tap = 0; tap < k; tap++) {
+            const float *xp = xr + xm->toff[tap];
+            __m256 xv[TVMAX];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                xv[v] = v == TV - 1 ? _mm256_maskload_ps(xp + VL * v, mlast) : _mm256_loadu_ps(xp + VL * v);
+#pragma GCC unroll 4
+            for (int c = 0; c < CO; c++) {
+                const __m256 wv = _mm256_broadcast_ss(wi + c * wos + tap);
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) acc[c][v] = _mm256_fmadd_ps(wv, xv[v], acc[c][v]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++) {
+        const __m256 b = _mm256_set1_ps(bias ? bias[o + c] : 0.0f);
+        float *yo = y + (size_t)(o + c) * ys + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) {
+            const __m256 r = _mm256_add_ps(acc[c][v], b);
+            if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
+            else _mm256_storeu_ps(yo + VL * v, r);
+        }
+    }
+}
+
+#define C1_CASES(CO)                                                                                                   \
+    if (TV == 1) c1_tile(CO, 1, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);                             \
+    else c1_tile(CO, 2, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+
+static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    for (int o = o0; o < o1; o++) {
+        const int g = o / cout_g;
+        const float *wo = a->w + (size_t)o * cin_g * k;
+        for (int t = 0; t < t_out; t++) {
+            float acc = 0.0f;
+            for (int i = 0; i < cin_g; i++) {
+                const float *xi = a->x + (size_t)(g * cin_g + i) * a->x_stride + (size_t)t * a->stride;
+                for (int tap = 0; tap < k; tap++) acc = fmaf(wo[i * k + tap], xi[tap * a->dilation], acc);
+            }
+            a->y[(size_t)o * a->y_stride + t] = acc + (a->bias ? a->bias[o] : 0.0f);
+        }
+    }
+}
+
+static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, s = a->stride, d = a->dilation;
+    const int span = d * (k - 1) + 1;
+    if (a->t_in < span) return;
+    if (k > MAX_K || (s > 1 && !a->xph)) {
+        conv1d_fma_generic(a, o0, o1);
+        return;
+    }
+    const int t_out = (a->t_in - span) / s + 1;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    xmap xm;
+    if (s == 1) {
+        xm.base = a->x;
+        xm.crs = (size_t)a->x_stride;
+        for (int tap = 0; tap < k; tap++) xm.toff[tap] = tap * d;
+    } else {
+        xm.base = a->xph;
+        xm.crs = (size_t)s * a->ph_len;
+        for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
+    }
+    const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
+    for (int o = o0; o < o1;) {
+        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
+        const int CO = gend - o < 4 ? gend - o : 4, ci0 = g * cin_g;
+        const float *wo = a->w + (size_t)o * wos;
+        for (int t = 0; t < t_out; t += TVMAX * VL) {
+            const int rem = t_out - t < TVMAX * VL ? t_out - t : TVMAX * VL;
+            const int TV = (rem + VL - 1) / VL;
+            const __m256i m = lane_mask(rem - (TV - 1) * VL);
+            switch (CO) {
+            case 1: C1_CASES(1) break;
+            case 2: C1_CASES(2) break;
+            case 3: C1_CASES(3) break;
+            default: C1_CASES(4) break;
+            }
+        }
+        o += CO;
+    }
+}
+
+/* ------------------------------------------------------------ transposed */
+
+static float tr_point(const ops_conv_args *a, int o, int t) {
+    const int k = a->k, s = a->stride, t_in = a->t_in, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    const int g = o / cout_g, og = o % cout_g;
+    int j_hi = t / s;
+    if (j_hi > t_in - 1) j_hi = t_in - 1;
+    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
+    float acc = 0.0f;
+    for (int i = 0; i < cin_g; i++) {
+        const int ci = g * cin_g + i;
+        const float *xi = a->x + (size_t)ci * a->x_stride;
+        const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
+        for (int j = j_lo; j <= j_hi; j++) acc = fmaf(xi[j], wi[t - j * s], acc);
+    }
+    return acc + (a->bias ? a->bias[o] : 0.0f);
+}
+
+AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, __m256i mlast,
+                float tmp[4][TVMAX * VL]) {
+    const int s = a->stride, k = a->k, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    const int g = o / cout_g, og = o % cout_g;
+    __m256 acc[4][TVMAX];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) acc[c][v] = _mm256_setzero_ps();
+    for (int i = 0; i < cin_g; i++) {
+        const int ci = g * cin_g + i;
+        const float *xi = a->x + (size_t)ci * a->x_stride + q;
+        const float *wi = a->w + ((size_t)ci * cout_g + og) * k + p;
+        for (int m = M - 1; m >= 0; m--) {
+            const float *xp = xi - m;
+            __m256 xv[TVMAX];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                xv[v] = v == TV - 1 ? _mm256_maskload_ps(xp + VL * v, mlast) : _mm256_loadu_ps(xp + VL * v);
+#pragma GCC unroll 4
+            for (int c = 0; c < CO; c++) {
+                const __m256 wv = _mm256_broadcast_ss(wi + (size_t)c * k + (size_t)m * s);
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) acc[c][v] = _mm256_fmadd_ps(wv, xv[v], acc[c][v]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++) {
+        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) _mm256_storeu_ps(tmp[c] + VL * v, _mm256_add_ps(acc[c][v], b));
+    }
+}
+
+#define TR_CASES(CO)                                                                                                   \
+    if (TV == 1) tr_tile(CO, 1, a, o, p, M, q, m, tmp);                                                                \
+    else tr_tile(CO, 2, a, o, p, M, q, m, tmp);
+
+static void conv_transpose1d_avx2(const ops_conv_args *a, int o0, int o1) {
+    const int s = a->stride, k = a->k, t_in = a->t_in, cout_g = a->cout / a->groups;
+    const size_t ys = (size_t)a->y_stride;
+    for (int o = o0; o < o1;) {
+        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
+        const int CO = gend - o < 4 ? gend - o : 4;
+        for (int p = 0; p < s; p++) {
+            const int M = p < k ? (k - 1 - p) / s + 1 : 0;
+            const int qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
+            const int qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
+            int ia = M > 1 ? M - 1 : 0, ib = t_in;
+            if (ia < qa) ia = qa;
+            if (ib > qb) ib = qb;
+            if (M == 0 || ia > ib) ia = ib = qb;
+            for (int c = 0; c < CO; c++) {
+                float *yo = a->y + (size_t)(o + c) * ys - a->t0;
+                for (int q = qa; q < ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+                for (int q = ib; q < qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+            }
+            for (int q = ia; q < ib; q += TVMAX * VL) {
+                const int rem = ib - q < TVMAX * VL ? ib - q : TVMAX * VL;
+                const int TV = (rem + VL - 1) / VL;
+                const __m256i m = lane_mask(rem - (TV - 1) * VL);
+                _Alignas(32) float tmp[4][TVMAX * VL];
+                switch (CO) {
+                case 1: TR_CASES(1) break;
+                case 2: TR_CASES(2) break;
+                case 3: TR_CASES(3) break;
+                default: TR_CASES(4) break;
+                }
+                for (int c = 0; c < CO; c++) {
+                    float *yo = a->y + (size_t)(o + c) * ys - a->t0 + p;
+                    if (s == 1) memcpy(yo + q, tmp[c], sizeof(float) * rem);
+                    else
+                        for (int u = 0; u < rem; u++) yo[(size_t)(q + u) * s] = tmp[c][u];
+                }
+            }
+        }
+        o += CO;
+    }
+}
+
+/* ------------------------------------------------------------ SnakeBeta */
+
+/* sin(u)^2 for |u| <= 8192 (see conv_avx512.c). */
+AI __m256 sin2_256(__m256 u) {
+    const __m256 k = _mm256_round_ps(_mm256_mul_ps(u, _mm256_set1_ps(0.63661977236758134f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.5703125f), u);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(4.837512969970703125e-4f), r);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(7.54978995489188216e-8f), r);
+    const __m256 z = _mm256_mul_ps(r, r);
+    __m256 sp = _mm256_fmadd_ps(z, _mm256_set1_ps(-1.9515295891e-4f), _mm256_set1_ps(8.3321608736e-3f));
+    sp = _mm256_fmadd_ps(z, sp, _mm256_set1_ps(-1.6666654611e-1f));
+    const __m256 sn = _mm256_fmadd_ps(_mm256_mul_ps(z, r), sp, r);
+    __m256 cp = _mm256_fmadd_ps(z, _mm256_set1_ps(2.443315711809948e-5f), _mm256_set1_ps(-1.388731625493765e-3f));
+    cp = _mm256_fmadd_ps(z, cp, _mm256_set1_ps(4.166664568298827e-2f));
+    const __m256 cs =
+        _mm256_fmadd_ps(_mm256_mul_ps(z, z), cp, _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, _mm256_set1_ps(1.0f)));
+    const __m256i odd = _mm256_and_si256(_mm256_cvtps_epi32(k), _mm256_set1_epi32(1));
+    const __m256 sel = _mm256_castsi256_ps(_mm256_cmpeq_epi32(odd, _mm256_set1_epi32(1)));
+    const __m256 v = _mm256_blendv_ps(sn, cs, sel);
+    return _mm256_mul_ps(v, v);
+}
+
+static void snake_avx2(float *y, const float *x, int T, float a, float inv_b) {
+    const __m256 av = _mm256_set1_ps(a), bv = _mm256_set1_ps(inv_b), lim = _mm256_set1_ps(8192.0f);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int t = 0; t < T; t += VL) {
+        const __m256i m = lane_mask(T - t);
+        const __m256 v = _mm256_maskload_ps(x + t, m);
+        const __m256 u = _mm256_mul_ps(v, av);
+        __m256 r = _mm256_fmadd_ps(bv, sin2_256(u), v);
+        const int big = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(u, absm), lim, _CMP_GT_OQ)) &
+                        _mm256_movemask_ps(_mm256_castsi256_ps(m));
+        if (big) {
+            _Alignas(32) float tmp[VL], uu[VL];
+            _mm256_store_ps(tmp, r);
+            _mm256_store_ps(uu, u);
+            for (int l = 0; l < VL; l++)
+                if (big >> l & 1) {
+                    const float sv = sinf(uu[l]);
+                    tmp[l] = fmaf(inv_b, sv * sv, x[t + l]);
+                }
+            r = _mm256_load_ps(tmp);
+        }
+        _mm256_maskstore_ps(y + t, m, r);
+    }
+}
+
+void conv_fill_avx2(ops_kernels *k) {
+    k->conv1d = conv1d_avx2;
+    k->conv_transpose1d = conv_transpose1d_avx2;
+    k->snake = snake_avx2;
+}

@@ -1,0 +1,284 @@
+/* AVX2 + FMA + F16C matmul kernels for every weight format, plus dot/axpy.
+ * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
+ * (R in {1, 4}, N in {1, 2}) -> one 8-lane f32 accumulator per output.
+ *
+ * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
+ * sequence of operations whatever the tile, n or row range: float formats FMA
+ * 8 columns at a time in column order, the last cols % 8 from a zero-padded
+ * copy, then a fixed horizontal sum, then + bias. Int formats: per block of 32
+ * an exact int32 dot (vpmaddubsw + vpmaddwd; int8 uses the sign trick
+ * |x| * sign(w, x), no int16 overflow since |q| <= 127), converted to f32 and
+ * FMA'd with d_w * d_x in block order; int4 adds the offset/min term per group
+ * of 4 blocks. Also the int kernels of the AVX-512 table on CPUs without VNNI. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+
+#define AI static inline __attribute__((always_inline))
+
+enum { DT32 = 0, DT16 = 1, DTBF = 2 };
+
+AI float hsum8(__m256 v) {
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+AI __m256 load_w(int dt, const uint8_t *p, int j) {
+    switch (dt) {
+    case DT32: return _mm256_loadu_ps((const float *)p + j);
+    case DT16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + j)));
+    default:
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + j))), 16));
+    }
+}
+
+/* The last rem < 8 weights of a row, zero padded. */
+AI __m256 load_w_tail(int dt, const uint8_t *p, int j, int rem) {
+    const size_t esz = dt == DT32 ? 4 : 2;
+    _Alignas(32) uint8_t buf[32];
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, p + (size_t)j * esz, (size_t)rem * esz);
+    return load_w(dt, buf, 0);
+}
+
+AI __m256i tail_mask(int rem) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(rem), lane);
+}
+
+AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *x, size_t xst, int cols,
+               float out[4][2]) {
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; i++) acc[r][i] = _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 8 <= cols; j += 8) {
+        __m256 xv[2];
+#pragma GCC unroll 2
+        for (int i = 0; i < N; i++) xv[i] = _mm256_loadu_ps(x + i * xst + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 wv = load_w(dt, w + r * wst, j);
+#pragma GCC unroll 2
+            for (int i = 0; i < N; i++) acc[r][i] = _mm256_fmadd_ps(wv, xv[i], acc[r][i]);
+        }
+    }
+    if (j < cols) {
+        const int rem = cols - j;
+        const __m256i m = tail_mask(rem);
+        __m256 xv[2];
+#pragma GCC unroll 2
+        for (int i = 0; i < N; i++) xv[i] = _mm256_maskload_ps(x + i * xst + j, m);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m256 wv = load_w_tail(dt, w + r * wst, j, rem);
+#pragma GCC unroll 2
+            for (int i = 0; i < N; i++) acc[r][i] = _mm256_fmadd_ps(wv, xv[i], acc[r][i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int i = 0; i < N; i++) out[r][i] = hsum8(acc[r][i]);
+}
+
+static int row_block(size_t row_bytes) {
+    size_t rb = (256u * 1024u) / (row_bytes ? row_bytes : 1);
+    if (rb < 4) rb = 4;
+    if (rb > 4096) rb = 4096;
+    return (int)(rb & ~(size_t)3);
+}
+
+AI void store_tile(float *Y, int rows, int r, int i0, int R, int N, const float *bias, float out[4][2]) {
+    for (int rr = 0; rr < R; rr++) {
+        const float b = bias ? bias[r + rr] : 0.0f;
+        for (int i = 0; i < N; i++) Y[(size_t)(i0 + i) * rows + r + rr] = out[rr][i] + b;
+    }
+}
+
+AI void mm_float(int dt, const qt_mat *W, const float *X, int n, const float *bias, float *Y, int r0, int r1) {
+    const int cols = W->cols, rows = W->rows;
+    const size_t wst = (size_t)cols * (dt == DT32 ? 4 : 2);
+    const uint8_t *base = W->data;
+    const int rb = n <= 2 ? r1 - r0 : row_block(wst);
+    for (int b0 = r0; b0 < r1; b0 += rb) {
+        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int i0 = 0; i0 < n; i0 += 2) {
+            const int N = n - i0 < 2 ? n - i0 : 2;
+            const float *x = X + (size_t)i0 * cols;
+            for (int r = b0; r < b1;) {
+                const int R = b1 - r >= 4 ? 4 : 1;
+                const uint8_t *w = base + (size_t)r * wst;
+                float out[4][2];
+                if (R == 4 && N == 2) tile_f(dt, 4, 2, w, wst, x, (size_t)cols, cols, out);
+                else if (R == 4) tile_f(dt, 4, 1, w, wst, x, (size_t)cols, cols, out);
+                else if (N == 2) tile_f(dt, 1, 2, w, wst, x, (size_t)cols, cols, out);
+                else tile_f(dt, 1, 1, w, wst, x, (size_t)cols, cols, out);
+                store_tile(Y, rows, r, i0, R, N, bias, out);
+                r += R;
+            }
+        }
+    }
+}
+
+static void mm_f32_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
+                        int r1) {
+    (void)prep;
+    mm_float(DT32, W, X, n, bias, Y, r0, r1);
+}
+static void mm_f16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
+                        int r1) {
+    (void)prep;
+    mm_float(DT16, W, X, n, bias, Y, r0, r1);
+}
+static void mm_bf16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                         int r0, int r1) {
+    (void)prep;
+    mm_float(DTBF, W, X, n, bias, Y, r0, r1);
+}
+
+/* ------------------------------------------------------------ int8 / int4 */
+
+enum { FQ8 = 0, FQ4 = 1, FQ4M = 2 };
+
+AI __m256 bcast(__m128 s4, int k) {
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4), _mm256_set1_epi32(k));
+}
+
+AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, int i0, float out[4][2]) {
+    const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK, ng = nb / 4;
+    const size_t rb = qmat_row_bytes(W);
+    const uint8_t *wbase = (const uint8_t *)W->data + (size_t)r * rb;
+    const uint16_t *sbase = W->scales + (size_t)r * nb;
+    const uint16_t *mbase = fmt == FQ4M ? W->mins + (size_t)r * nb : NULL;
+    q8_rows xr[2];
+    for (int i = 0; i < N; i++) xr[i] = q8_prep_row(prep, cols, i0 + i);
+    __m256 acc[4][2];
+    for (int rr = 0; rr < R; rr++)
+        for (int i = 0; i < N; i++) acc[rr][i] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0f);
+    for (int g = 0; g < ng; g++) {
+        for (int rr = 0; rr < R; rr++) {
+            const __m128 dw4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(sbase + (size_t)rr * nb + 4 * g)));
+            for (int i = 0; i < N; i++) {
+                const __m128 s4 = _mm_mul_ps(dw4, _mm_loadu_ps(xr[i].dx + 4 * g));
+                __m256 a = acc[rr][i];
+#pragma GCC unroll 4
+                for (int blk = 0; blk < 4; blk++) {
+                    const __m256i x = _mm256_loadu_si256((const __m256i *)(xr[i].xq + 128 * g + 32 * blk));
+                    __m256i p;
+                    if (fmt == FQ8) {
+                        const __m256i w =
+                            _mm256_loadu_si256((const __m256i *)(wbase + rr * rb + (size_t)128 * g + 32 * blk));
+                        p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(w, x));
+                    } else {
+                        const __m128i v = _mm_loadu_si128((const __m128i *)(wbase + rr * rb + (size_t)64 * g + 16 * blk));
+                        const __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), lo4);
+                        p = _mm256_maddubs_epi16(w, x);
+                    }
+                    p = _mm256_madd_epi16(p, ones);
+                    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), bcast(s4, blk), a);
+                }
+                if (fmt != FQ8) {
+                    const __m128 cw4 =
+                        fmt == FQ4 ? _mm_mul_ps(dw4, _mm_set1_ps(-8.0f))
+                                   : _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(mbase + (size_t)rr * nb + 4 * g)));
+                    const __m128 fs4 = _mm_loadu_ps(xr[i].fsum + 4 * g);
+                    a = _mm256_fmadd_ps(_mm256_zextps128_ps256(cw4), _mm256_zextps128_ps256(fs4), a);
+                }
+                acc[rr][i] = a;
+            }
+        }
+    }
+    for (int rr = 0; rr < R; rr++)
+        for (int i = 0; i < N; i++) out[rr][i] = hsum8(acc[rr][i]);
+}
+
+AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
+    const int rows = W->rows;
+    const int rb = n <= 2 ? r1 - r0 : row_block(qmat_row_bytes(W));
+    for (int b0 = r0; b0 < r1; b0 += rb) {
+        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int i0 = 0; i0 < n; i0 += 2) {
+            const int N = n - i0 < 2 ? n - i0 : 2;
+            for (int r = b0; r < b1;) {
+                const int R = b1 - r >= 4 ? 4 : 1;
+                float out[4][2];
+                if (R == 4 && N == 2) tile_q(fmt, 4, 2, W, r, prep, i0, out);
+                else if (R == 4) tile_q(fmt, 4, 1, W, r, prep, i0, out);
+                else if (N == 2) tile_q(fmt, 1, 2, W, r, prep, i0, out);
+                else tile_q(fmt, 1, 1, W, r, prep, i0, out);
+                store_tile(Y, rows, r, i0, R, N, bias, out);
+                r += R;
+            }
+        }
+    }
+}
+
+static void mm_q8_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
+                       int r1) {
+    (void)X;
+    mm_q(FQ8, W, prep, n, bias, Y, r0, r1);
+}
+static void mm_q4_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
+                       int r1) {
+    (void)X;
+    mm_q(FQ4, W, prep, n, bias, Y, r0, r1);
+}
+static void mm_q4m_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
+                        int r1) {
+    (void)X;
+    mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
+}
+
+/* ------------------------------------------------------------ dot / axpy */
+
+static float dot_avx2(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(b + j + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 16), _mm256_loadu_ps(b + j + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 24), _mm256_loadu_ps(b + j + 24), s3);
+    }
+    for (; j + 8 <= n; j += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), s0);
+    if (j < n) {
+        const __m256i m = tail_mask(n - j);
+        s0 = _mm256_fmadd_ps(_mm256_maskload_ps(a + j, m), _mm256_maskload_ps(b + j, m), s0);
+    }
+    return hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+static void axpy_avx2(float *y, float a, const float *x, int n) {
+    const __m256 av = _mm256_set1_ps(a);
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        _mm256_storeu_ps(y + j, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
+    for (; j < n; j++) y[j] = fmaf(a, x[j], y[j]);
+}
+
+void ops_fill_avx2(ops_kernels *k) {
+    k->mm[OPS_WF_F32] = mm_f32_avx2;
+    k->mm[OPS_WF_F16] = mm_f16_avx2;
+    k->mm[OPS_WF_BF16] = mm_bf16_avx2;
+    k->mm[OPS_WF_Q8] = mm_q8_avx2;
+    k->mm[OPS_WF_Q4] = mm_q4_avx2;
+    k->mm[OPS_WF_Q4M] = mm_q4m_avx2;
+    for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) {
+        k->prep_size[f] = q8_prep_size;
+        k->prep[f] = q8_prep;
+    }
+    k->mm_bf16_dp = NULL;
+    k->dot = dot_avx2;
+    k->axpy = axpy_avx2;
+}

@@ -1,0 +1,368 @@
+/* AVX-512 matmul kernels (F/BW/VL/DQ; VNNI for the int8/int4 formats,
+ * AVX512_BF16 for the opt-in bf16 dot product), plus dot/axpy.
+ * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
+ * (R in {1, 4}, N <= 4) -> one 16-lane f32 accumulator per output.
+ *
+ * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
+ * sequence of operations whatever the tile, n or row range: f32 formats FMA 16
+ * columns at a time in column order, the last cols % 16 with a masked load
+ * (zero lanes), then a fixed horizontal sum, then + bias. Int formats: per
+ * group of 4 blocks (128 columns), exact int32 block dots (vpdpbusd) converted
+ * to f32 and FMA'd with d_w * d_x, then the offset/min term, same sum.
+ *
+ * Where time goes: at n = 1 (decode) the kernels are bound by reading W; 4
+ * rows in flight (4 independent FMA chains) saturate the memory bus on the dev
+ * machine (see tests/unit/kbench.c). At larger n, a block of rows whose
+ * weights fit in L2 is swept against groups of 4 rows of X. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+
+#define AI static inline __attribute__((always_inline))
+
+enum { DT32 = 0, DT16 = 1, DTBF = 2 };
+
+AI float hsum16(__m512 v) {
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+AI __m512 load_w(int dt, const uint8_t *p, int j) {
+    switch (dt) {
+    case DT32: return _mm512_loadu_ps((const float *)p + j);
+    case DT16: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j)));
+    default:
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + j))), 16));
+    }
+}
+
+AI __m512 load_w_mask(int dt, const uint8_t *p, int j, __mmask16 m) {
+    switch (dt) {
+    case DT32: return _mm512_maskz_loadu_ps(m, (const float *)p + j);
+    case DT16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + j));
+    default:
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + j)), 16));
+    }
+}
+
+/* out[r][i] = W row r . X row i for R rows of W (stride wst bytes) and N rows of X. */
+AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *x, size_t xst, int cols,
+               float out[4][4]) {
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) acc[r][i] = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 16 <= cols; j += 16) {
+        __m512 xv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) xv[i] = _mm512_loadu_ps(x + i * xst + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512 wv = load_w(dt, w + r * wst, j);
+#pragma GCC unroll 4
+            for (int i = 0; i < N; i++) acc[r][i] = _mm512_fmadd_ps(wv, xv[i], acc[r][i]);
+        }
+    }
+    if (j < cols) {
+        const __mmask16 m = (__mmask16)((1u << (cols - j)) - 1u);
+        __m512 xv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) xv[i] = _mm512_maskz_loadu_ps(m, x + i * xst + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const __m512 wv = load_w_mask(dt, w + r * wst, j, m);
+#pragma GCC unroll 4
+            for (int i = 0; i < N; i++) acc[r][i] = _mm512_fmadd_ps(wv, xv[i], acc[r][i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
+}
+
+/* Rows per L2-resident block when X has more than 4 rows. */
+static int row_block(size_t row_bytes) {
+    size_t rb = (256u * 1024u) / (row_bytes ? row_bytes : 1);
+    if (rb < 4) rb = 4;
+    if (rb > 4096) rb = 4096;
+    return (int)(rb & ~(size_t)3);
+}
+
+AI void store_tile(float *Y, int rows, int r, int i0, int R, int N, const float *bias, float out[4][4]) {
+    for (int rr = 0; rr < R; rr++) {
+        const float b = bias ? bias[r + rr] : 0.0f;
+        for (int i = 0; i < N; i++) Y[(size_t)(i0 + i) * rows + r + rr] = out[rr][i] + b;
+    }
+}
+
+#define TILE_CASES(CALL)                                                                                               \
+    switch (R * 8 + N) {                                                                                               \
+    case 1 * 8 + 1: CALL(1, 1); break;                                                                                 \
+    case 1 * 8 + 2: CALL(1, 2); break;                                                                                 \
+    case 1 * 8 + 3: CALL(1, 3); break;                                                                                 \
+    case 1 * 8 + 4: CALL(1, 4); break;                                                                                 \
+    case 4 * 8 + 1: CALL(4, 1); break;                                                                                 \
+    case 4 * 8 + 2: CALL(4, 2); break;                                                                                 \
+    case 4 * 8 + 3: CALL(4, 3); break;                                                                                 \
+    default: CALL(4, 4); break;                                                                                        \
+    }
+
+AI void mm_float(int dt, const qt_mat *W, const float *X, int n, const float *bias, float *Y, int r0, int r1) {
+    const int cols = W->cols, rows = W->rows;
+    const size_t wst = (size_t)cols * (dt == DT32 ? 4 : 2);
+    const uint8_t *base = W->data;
+    const int rb = n <= 4 ? r1 - r0 : row_block(wst);
+    for (int b0 = r0; b0 < r1; b0 += rb) {
+        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            const float *x = X + (size_t)i0 * cols;
+            for (int r = b0; r < b1;) {
+                const int R = b1 - r >= 4 ? 4 : 1;
+                const uint8_t *w = base + (size_t)r * wst;
+                float out[4][4];
+#define CALL_F(RR, NN) tile_f(dt, RR, NN, w, wst, x, (size_t)cols, cols, out)
+                TILE_CASES(CALL_F)
+#undef CALL_F
+                store_tile(Y, rows, r, i0, R, N, bias, out);
+                r += R;
+            }
+        }
+    }
+}
+
+static void mm_f32_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                          int r0, int r1) {
+    (void)prep;
+    mm_float(DT32, W, X, n, bias, Y, r0, r1);
+}
+static void mm_f16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                          int r0, int r1) {
+    (void)prep;
+    mm_float(DT16, W, X, n, bias, Y, r0, r1);
+}
+static void mm_bf16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                           int r0, int r1) {
+    (void)prep;
+    mm_float(DTBF, W, X, n, bias, Y, r0, r1);
+}
+
+/* ------------------------------------------------------------ bf16 dot product (opt-in) */
+
+__attribute__((target("avx512bf16"))) static inline void tile_dp(int R, int N, const uint16_t *w, size_t wst,
+                                                                 const uint16_t *x, size_t xst, int cols,
+                                                                 float out[4][4]) {
+    __m512 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < N; i++) acc[r][i] = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 32 <= cols; j += 32) {
+        __m512i xv[4];
+        for (int i = 0; i < N; i++) xv[i] = _mm512_loadu_si512(x + i * xst + j);
+        for (int r = 0; r < R; r++) {
+            const __m512i wv = _mm512_loadu_si512(w + r * wst + j);
+            for (int i = 0; i < N; i++) acc[r][i] = _mm512_dpbf16_ps(acc[r][i], (__m512bh)wv, (__m512bh)xv[i]);
+        }
+    }
+    if (j < cols) {
+        const __mmask32 m = (__mmask32)((1ull << (cols - j)) - 1ull);
+        __m512i xv[4];
+        for (int i = 0; i < N; i++) xv[i] = _mm512_loadu_si512(x + i * xst + j); /* zero padded to 32 */
+        for (int r = 0; r < R; r++) {
+            const __m512i wv = _mm512_maskz_loadu_epi16(m, w + r * wst + j);
+            for (int i = 0; i < N; i++) acc[r][i] = _mm512_dpbf16_ps(acc[r][i], (__m512bh)wv, (__m512bh)xv[i]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
+}
+
+__attribute__((target("avx512bf16"))) static void mm_bf16dp_avx512(const qt_mat *W, const float *X,
+                                                                   const void *prep, int n, const float *bias,
+                                                                   float *Y, int r0, int r1) {
+    (void)X;
+    const int cols = W->cols, rows = W->rows;
+    const size_t xst = ((size_t)cols + 31) / 32 * 32;
+    const uint16_t *base = W->data;
+    const int rb = n <= 4 ? r1 - r0 : row_block((size_t)cols * 2);
+    for (int b0 = r0; b0 < r1; b0 += rb) {
+        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            const uint16_t *x = bf16_prep_row(prep, cols, i0);
+            for (int r = b0; r < b1;) {
+                const int R = b1 - r >= 4 ? 4 : 1;
+                float out[4][4];
+                tile_dp(R, N, base + (size_t)r * cols, (size_t)cols, x, xst, cols, out);
+                store_tile(Y, rows, r, i0, R, N, bias, out);
+                r += R;
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ int8 / int4 (VNNI) */
+
+enum { FQ8 = 0, FQ4 = 1, FQ4M = 2 };
+
+/* [s0 x8, s1 x8] (hi = 0) or [s2 x8, s3 x8] (hi = 1) */
+AI __m512 bcast_pair(__m128 s4, int hi) {
+    const __m512i idx = hi ? _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2)
+                           : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(s4));
+}
+
+/* [s0 x4, s1 x4, s2 x4, s3 x4] */
+AI __m512 bcast_quad(__m128 s4) {
+    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(s4));
+}
+
+__attribute__((target("avx512vnni"))) static inline void tile_q(int fmt, int R, int N, const qt_mat *W, int r,
+                                                                const void *prep, int i0, float out[4][4]) {
+    const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK, ng = nb / 4;
+    const size_t rb = qmat_row_bytes(W);
+    const uint8_t *wbase = (const uint8_t *)W->data + (size_t)r * rb;
+    const uint16_t *sbase = W->scales + (size_t)r * nb;
+    const uint16_t *mbase = fmt == FQ4M ? W->mins + (size_t)r * nb : NULL;
+    q8_rows xr[4];
+    for (int i = 0; i < N; i++) xr[i] = q8_prep_row(prep, cols, i0 + i);
+    __m512 acc[4][4];
+    for (int rr = 0; rr < R; rr++)
+        for (int i = 0; i < N; i++) acc[rr][i] = _mm512_setzero_ps();
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8((char)0x80);
+    for (int g = 0; g < ng; g++) {
+        for (int rr = 0; rr < R; rr++) {
+            const __m128 dw4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(sbase + (size_t)rr * nb + 4 * g)));
+            __m128 cw4;
+            __m512i wa, wb;
+            if (fmt == FQ8) {
+                const uint8_t *p = wbase + rr * rb + (size_t)128 * g;
+                wa = _mm512_xor_si512(_mm512_loadu_si512(p), flip);
+                wb = _mm512_xor_si512(_mm512_loadu_si512(p + 64), flip);
+                cw4 = _mm_mul_ps(dw4, _mm_set1_ps(-128.0f));
+            } else {
+                const __m512i v = _mm512_loadu_si512(wbase + rr * rb + (size_t)64 * g);
+                wa = _mm512_and_si512(v, lo4);
+                wb = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+                cw4 = fmt == FQ4 ? _mm_mul_ps(dw4, _mm_set1_ps(-8.0f))
+                                 : _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(mbase + (size_t)rr * nb + 4 * g)));
+            }
+            for (int i = 0; i < N; i++) {
+                const int8_t *xq = xr[i].xq + (size_t)128 * g;
+                const __m512i xa = _mm512_loadu_si512(xq), xb = _mm512_loadu_si512(xq + 64);
+                const __m128 s4 = _mm_mul_ps(dw4, _mm_loadu_ps(xr[i].dx + 4 * g));
+                __m512 a = acc[rr][i];
+                if (fmt == FQ8) {
+                    const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, xa);
+                    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), bcast_pair(s4, 0), a);
+                    const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, xb);
+                    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), bcast_pair(s4, 1), a);
+                } else {
+                    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, xa), wb, xb);
+                    a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), bcast_quad(s4), a);
+                }
+                const __m128 fs4 = _mm_loadu_ps(xr[i].fsum + 4 * g);
+                acc[rr][i] = _mm512_fmadd_ps(_mm512_zextps128_ps512(cw4), _mm512_zextps128_ps512(fs4), a);
+            }
+        }
+    }
+    for (int rr = 0; rr < R; rr++)
+        for (int i = 0; i < N; i++) out[rr][i] = hsum16(acc[rr][i]);
+}
+
+AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
+    const int rows = W->rows;
+    const int rb = n <= 2 ? r1 - r0 : row_block(qmat_row_bytes(W));
+    for (int b0 = r0; b0 < r1; b0 += rb) {
+        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
+        for (int i0 = 0; i0 < n; i0 += 2) {
+            const int N = n - i0 < 2 ? n - i0 : 2;
+            for (int r = b0; r < b1;) {
+                const int R = b1 - r >= 4 ? 4 : 1;
+                float out[4][4];
+                if (R == 4 && N == 2) tile_q(fmt, 4, 2, W, r, prep, i0, out);
+                else if (R == 4) tile_q(fmt, 4, 1, W, r, prep, i0, out);
+                else if (N == 2) tile_q(fmt, 1, 2, W, r, prep, i0, out);
+                else tile_q(fmt, 1, 1, W, r, prep, i0, out);
+                store_tile(Y, rows, r, i0, R, N, bias, out);
+                r += R;
+            }
+        }
+    }
+}
+
+__attribute__((target("avx512vnni"))) static void mm_q8_avx512(const qt_mat *W, const float *X, const void *prep,
+                                                               int n, const float *bias, float *Y, int r0, int r1) {
+    (void)X;
+    mm_q(FQ8, W, prep, n, bias, Y, r0, r1);
+}
+__attribute__((target("avx512vnni"))) static void mm_q4_avx512(const qt_mat *W, const float *X, const void *prep,
+                                                               int n, const float *bias, float *Y, int r0, int r1) {
+    (void)X;
+    mm_q(FQ4, W, prep, n, bias, Y, r0, r1);
+}
+__attribute__((target("avx512vnni"))) static void mm_q4m_avx512(const qt_mat *W, const float *X, const void *prep,
+                                                                int n, const float *bias, float *Y, int r0, int r1) {
+    (void)X;
+    mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
+}
+
+/* ------------------------------------------------------------ dot / axpy */
+
+static float dot_avx512(const float *a, const float *b, int n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 64 <= n; j += 64) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(b + j), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 16), _mm512_loadu_ps(b + j + 16), s1);
+        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 32), _mm512_loadu_ps(b + j + 32), s2);
+        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j + 48), _mm512_loadu_ps(b + j + 48), s3);
+    }
+    for (; j + 16 <= n; j += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(b + j), s0);
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), _mm512_maskz_loadu_ps(m, b + j), s0);
+    }
+    return hsum16(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+static void axpy_avx512(float *y, float a, const float *x, int n) {
+    const __m512 av = _mm512_set1_ps(a);
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+        _mm512_storeu_ps(y + j, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + j), _mm512_loadu_ps(y + j)));
+    if (j < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - j)) - 1u);
+        _mm512_mask_storeu_ps(y + j, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + j), _mm512_maskz_loadu_ps(m, y + j)));
+    }
+}
+
+void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
+    k->mm[OPS_WF_F32] = mm_f32_avx512;
+    k->mm[OPS_WF_F16] = mm_f16_avx512;
+    k->mm[OPS_WF_BF16] = mm_bf16_avx512;
+    if (vnni) {
+        k->mm[OPS_WF_Q8] = mm_q8_avx512;
+        k->mm[OPS_WF_Q4] = mm_q4_avx512;
+        k->mm[OPS_WF_Q4M] = mm_q4m_avx512;
+        k->prep[OPS_WF_Q8] = q8_prep;
+        k->prep[OPS_WF_Q4] = q8_prep_perm;
+        k->prep[OPS_WF_Q4M] = q8_prep_perm;
+        for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) k->prep_size[f] = q8_prep_size;
+    }
+    k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
+    k->dot = dot_avx512;
+    k->axpy = axpy_avx512;
+}

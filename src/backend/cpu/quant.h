@@ -1,0 +1,84 @@
+/* Block-quantised weight formats (int8, int4) and the activation side of the
+ * integer dot products.
+ * Dataflow: BF16/F16/F32 weights at load -> qmat_quantize -> qt_mat with
+ * dtype DT_I8/DT_U8 -> per call, X [n][cols] -> q8_prep (int8 per row and
+ * block of 32) -> integer block dots in the kernels.
+ *
+ * Weight layouts (row r, kpad = cols rounded up to 128, nb = kpad / 32 blocks;
+ * padding columns hold zero weights, padding blocks a zero scale):
+ *  QT_Q8_B32   int8 q[rows][kpad]; w = d[b] * q, q in [-127, 127],
+ *              d = max|w| / 127 of the block, stored f16.
+ *  QT_Q4_B32   u8 p[rows][kpad/2]: block b's 16 bytes hold q[j] in the low
+ *              nibble of byte j and q[j + 16] in the high nibble;
+ *              w = d * (q - 8), q in [0, 15], d = -(w of max |w|) / 8.
+ *  QT_Q4M_B32  nibbles as Q4; w = d * q + m, q in [0, 15], m = min w,
+ *              d = (max w - min w) / 15; mins[rows][nb] f16.
+ * Scales and minima are f16 (stored rounded, and the weights quantised with
+ * the rounded value).
+ *
+ * Activation blocks (any ISA): for row i and block b of 32 columns,
+ * dx = max|x| / 127, xq = round-to-nearest-even(x / dx) in [-127, 127]
+ * (all 0 when max|x| = 0), isum = sum xq, fsum = dx * isum. A block's
+ * contribution to Y[i][r] is d_w * dx * sum(q_w xq) with the integer sum exact
+ * (plus m * fsum for Q4M); only the f32 sum over blocks is rounded. */
+#ifndef QTTS_BACKEND_CPU_QUANT_H
+#define QTTS_BACKEND_CPU_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/cpu/ops.h"
+#include "util/error.h"
+
+#define QT_BLOCK 32
+#define QT_KPAD_ALIGN 128
+
+/* cols rounded up to QT_KPAD_ALIGN */
+static inline int qt_kpad(int cols) { return (cols + QT_KPAD_ALIGN - 1) / QT_KPAD_ALIGN * QT_KPAD_ALIGN; }
+
+/* Quantise a float matrix (F32, F16 or BF16) into qtype (QT_Q8_B32,
+ * QT_Q4_B32 or QT_Q4M_B32). Allocates dst's buffer (release with qmat_free);
+ * dst is zeroed on failure. src may be freed afterwards. */
+qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error *e);
+
+/* Release a matrix made by qmat_quantize (and zero it); accepts NULL and a
+ * zeroed matrix. Only for matrices from qmat_quantize (or zero-initialised). */
+void qmat_free(qt_mat *m);
+
+/* Bytes per row of quantised weight data. */
+size_t qmat_row_bytes(const qt_mat *m);
+
+/* out[cols] = dequantised row r (any format, quantised or float). */
+void qmat_dequant_row(const qt_mat *m, int r, float *out);
+
+/* Relative RMS error of a quantised matrix against its source:
+ * sqrt(sum (w' - w)^2 / sum w^2) over all weights. */
+double qmat_rel_rms(const qt_mat *src, const qt_mat *q);
+
+/* f32 -> f16, round to nearest even (overflow to inf, NaN kept). */
+uint16_t qt_f32_to_f16(float f);
+
+/* Prepared activations: per row of X, 64-byte aligned sections
+ *   int8 xq[kpad] | float dx[nb] | float fsum[nb]
+ * perm = 1 stores xq of each group of 4 blocks in the order the AVX-512 int4
+ * kernel unpacks nibbles: the first 16 values of blocks 0..3, then the last 16
+ * of blocks 0..3 (dx and fsum stay in block order). */
+typedef struct q8_rows {
+    int8_t *xq;
+    float *dx, *fsum;
+} q8_rows;
+size_t q8_prep_row_bytes(int cols);
+size_t q8_prep_size(const qt_mat *W, int n);
+/* Row i of a prepared buffer for W's width. */
+q8_rows q8_prep_row(const void *buf, int cols, int i);
+const int8_t *q8_prep_xq(const void *buf, int cols, int i);
+void q8_prep(const qt_mat *W, const float *X, int n, void *buf);
+void q8_prep_perm(const qt_mat *W, const float *X, int n, void *buf);
+
+/* BF16 activations for the vdpbf16ps kernel: per row, uint16 [kpad2] with
+ * kpad2 = cols rounded up to 32 (zero padded), round to nearest even. */
+size_t bf16_prep_size(const qt_mat *W, int n);
+void bf16_prep(const qt_mat *W, const float *X, int n, void *buf);
+const uint16_t *bf16_prep_row(const void *buf, int cols, int i);
+
+#endif
