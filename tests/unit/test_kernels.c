@@ -1,0 +1,1135 @@
+/* Unit test of the CPU kernels (src/backend/cpu): every kernel table this
+ * machine can run (scalar, avx2, avx512; SKIP with the reason otherwise)
+ * against the scalar reference on seeded random data, per format:
+ *  - float weights (F32, F16, BF16): within (2 cols + 4) 2^-24 sum|w x| of
+ *    the scalar result (both are f32 dot products, summed in different orders);
+ *  - bf16 dot product (opt-in): within 2^-8 sum|w x| of the exact product;
+ *  - int8/int4: the scalar kernel within the activation-quantisation bound of
+ *    the dequantised-f32 product, each SIMD kernel within f32 rounding of the
+ *    scalar one (same exact integer block dots);
+ * odd shapes (cols not a multiple of 8/16/32/128, rows not of the unroll),
+ * n = 1, 2, 3, 17. The bit-exactness contract of ops.h: row i of an n-row call
+ * equals the 1-row call, any row split, 1/2/3 threads and a busy pool give
+ * identical bits. Quantisation: layout decoded independently, round-trip
+ * error per format, f16 conversion exhaustively. Thread pool under repeated
+ * use. Convolutions and SnakeBeta vs scalar / double, chunked == whole,
+ * channel split and threads bit-identical. The NEON file is compiled with the
+ * aarch64 cross compiler when one is installed (SKIP otherwise). */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/conv.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+#include "backend/cpu/threadpool.h"
+#include "test.h"
+
+#define EPS32 5.9604644775390625e-8 /* 2^-24 */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd_u32(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 32);
+}
+
+/* uniform in [-1, 1) */
+static float rnd(void) { return (float)((double)rnd_u32() / 2147483648.0 - 1.0); }
+
+static void fill(float *v, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) v[i] = rnd() * scale;
+}
+
+static double f16_val(uint16_t h) {
+    const int sgn = h >> 15, ex = (h >> 10) & 31, man = h & 1023;
+    double v = ex == 0 ? ldexp((double)man, -24) : ldexp(1.0 + man / 1024.0, ex - 15);
+    return sgn ? -v : v;
+}
+
+/* ------------------------------------------------------------ kernel tables */
+
+static const char *isa_names[] = {"scalar", "avx2", "avx512", "neon"};
+static const ops_kernels *tables[4];
+static int n_tables;
+
+static void find_tables(void) {
+    for (int i = 0; i < 4; i++) {
+        const char *why = NULL;
+        const ops_kernels *k = ops_kernels_by_name(isa_names[i], &why);
+        char name[64];
+        snprintf(name, sizeof name, "kernels_%s", isa_names[i]);
+        if (k) {
+            tables[n_tables++] = k;
+            CHECK(name, k->name && !strcmp(k->name, isa_names[i]) && k->matmul && k->dot && k->axpy && k->conv1d &&
+                            k->conv_transpose1d && k->snake,
+                  "table incomplete");
+        } else {
+            test_skip(name, "%s", why ? why : "unavailable");
+        }
+    }
+    /* the default is the best table this CPU has (unless QTTS_ISA says otherwise) */
+    const char *env = getenv("QTTS_ISA");
+    if (!env || !*env) {
+        const ops_kernels *best = ops_kernels_best();
+        CHECK("kernels_best_is_widest", best == tables[n_tables - 1], "default %s, widest usable %s", best->name,
+              tables[n_tables - 1]->name);
+    } else {
+        test_skip("kernels_best_is_widest", "QTTS_ISA=%s set", env);
+    }
+    ops_ctx c;
+    ops_init(&c, 1, 1);
+    CHECK("ops_init_force_scalar", c.k == ops_kernels_scalar() && c.rt == NULL, "force_scalar ignored");
+    ops_free(&c);
+}
+
+/* ------------------------------------------------------------ matrices */
+
+typedef struct fmat {
+    qt_mat m;
+    void *data;
+} fmat;
+
+static void make_fmat(fmat *f, qtts_dtype dt, int rows, int cols, float scale) {
+    const size_t n = (size_t)rows * cols;
+    f->data = malloc(n * (dt == DT_F32 ? 4 : 2) + 64);
+    for (size_t i = 0; i < n; i++) {
+        const float v = rnd() * scale;
+        if (dt == DT_F32) ((float *)f->data)[i] = v;
+        else if (dt == DT_BF16) ((uint16_t *)f->data)[i] = f32_to_bf16(v);
+        else ((uint16_t *)f->data)[i] = qt_f32_to_f16(v);
+    }
+    /* only the four float fields are set: the rest must not matter */
+    memset(&f->m, 0xa5, sizeof f->m);
+    f->m.data = f->data;
+    f->m.dtype = dt;
+    f->m.rows = rows;
+    f->m.cols = cols;
+}
+
+static void free_fmat(fmat *f) { free(f->data); }
+
+/* Y = k(W, X) with a sentinel after n * rows; returns 0 if written past. */
+static int run_mm(const ops_kernels *k, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
+    const size_t ny = (size_t)n * W->rows;
+    Y[ny] = 1234.5f;
+    Y[ny + 1] = -777.0f;
+    k->matmul(W, X, n, bias, Y);
+    return Y[ny] == 1234.5f && Y[ny + 1] == -777.0f;
+}
+
+/* sum |w x| (+|b|) of output (i, r) with the dequantised row. */
+static double abs_dot(const qt_mat *W, int r, const float *x, const float *bias, float *wrow) {
+    ops_get_row(W, r, wrow);
+    double s = bias ? fabs(bias[r]) : 0.0;
+    for (int j = 0; j < W->cols; j++) s += fabs((double)wrow[j] * x[j]);
+    return s;
+}
+
+static void test_matmul_float(void) {
+    static const qtts_dtype dts[3] = {DT_F32, DT_F16, DT_BF16};
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {5, 15}, {17, 16}, {6, 17}, {33, 31}, {9, 33}, {66, 100}, {13, 129}, {7, 257}};
+    static const int ns[4] = {1, 2, 3, 17};
+    const ops_kernels *ref = ops_kernels_scalar();
+    for (int t = 1; t < n_tables; t++)
+        for (int d = 0; d < 3; d++) {
+            double worst = 0;
+            int sent = 1;
+            char where[128] = "";
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                const int rows = shapes[s][0], cols = shapes[s][1];
+                fmat w;
+                make_fmat(&w, dts[d], rows, cols, 1.0f);
+                float *X = malloc(sizeof(float) * 17 * cols), *b = malloc(sizeof(float) * rows);
+                float *Y = malloc(sizeof(float) * (17 * rows + 2)), *Yr = malloc(sizeof(float) * (17 * rows + 2));
+                float *wrow = malloc(sizeof(float) * cols);
+                fill(X, (size_t)17 * cols, 2.0f);
+                fill(b, rows, 1.0f);
+                for (int ni = 0; ni < 4; ni++)
+                    for (int bias = 0; bias < 2; bias++) {
+                        const int n = ns[ni];
+                        sent &= run_mm(tables[t], &w.m, X, n, bias ? b : NULL, Y);
+                        run_mm(ref, &w.m, X, n, bias ? b : NULL, Yr);
+                        for (int i = 0; i < n; i++)
+                            for (int r = 0; r < rows; r++) {
+                                const double sa = abs_dot(&w.m, r, X + (size_t)i * cols, bias ? b : NULL, wrow);
+                                const double q = fabs((double)Y[i * rows + r] - Yr[i * rows + r]) /
+                                                 ((2.0 * cols + 4) * EPS32 * sa + 1e-30);
+                                if (!(q <= worst)) {
+                                    worst = q;
+                                    snprintf(where, sizeof where, "%dx%d n=%d bias=%d row %d", rows, cols, n, bias, r);
+                                }
+                            }
+                    }
+                free(X);
+                free(b);
+                free(Y);
+                free(Yr);
+                free(wrow);
+                free_fmat(&w);
+            }
+            char name[96];
+            snprintf(name, sizeof name, "matmul_%s_%s_vs_scalar", tables[t]->name, dtype_name(dts[d]));
+            CHECK(name, worst <= 1.0 && sent, "error %.3g x bound at %s%s", worst, where, sent ? "" : "; wrote past Y");
+        }
+}
+
+/* ------------------------------------------------------------ quantised */
+
+static const char *qname(int q) { return q == QT_Q8_B32 ? "Q8_B32" : q == QT_Q4_B32 ? "Q4_B32" : "Q4M_B32"; }
+
+/* Decode one weight from the documented layout, independently of quant.c. */
+static double q_weight(const qt_mat *m, int r, int j) {
+    const int nb = qt_kpad(m->cols) / 32, b = j / 32, jj = j % 32;
+    const double d = f16_val(m->scales[(size_t)r * nb + b]);
+    if (m->quant == QT_Q8_B32) return d * ((const int8_t *)m->data)[(size_t)r * qt_kpad(m->cols) + j];
+    const uint8_t byte = ((const uint8_t *)m->data)[(size_t)r * qt_kpad(m->cols) / 2 + b * 16 + (jj & 15)];
+    const int q = jj < 16 ? byte & 15 : byte >> 4;
+    if (m->quant == QT_Q4_B32) return d * (q - 8);
+    return d * q + f16_val(m->mins[(size_t)r * nb + b]);
+}
+
+static void test_quantize(void) {
+    static const int qts[3] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32};
+    /* round-trip error on N(0,1)-like weights (sum of 4 uniforms) of a 1024 x 1024 BF16 matrix */
+    const int R = 256, C = 1024;
+    fmat w;
+    make_fmat(&w, DT_BF16, R, C, 1.0f);
+    uint16_t *d = w.data;
+    for (size_t i = 0; i < (size_t)R * C; i++) d[i] = f32_to_bf16(0.05f * (rnd() + rnd() + rnd() + rnd()));
+    static const double max_rms[3] = {0.006, 0.12, 0.10};
+    for (int qi = 0; qi < 3; qi++) {
+        qt_mat q;
+        qtts_error e;
+        qtts_status st = qmat_quantize(&w.m, qts[qi], &q, &e);
+        char name[96];
+        snprintf(name, sizeof name, "quantize_%s_status", qname(qts[qi]));
+        CHECK(name, st == QTTS_OK && q.owned && qt_is_quant(&q) && (int)q.quant == qts[qi], "status %d", st);
+        if (st) continue;
+        const double rms = qmat_rel_rms(&w.m, &q);
+        printf("# round trip %-8s relative RMS %.4f (BF16 [%d, %d], Gaussian-like weights)\n", qname(qts[qi]), rms, R,
+               C);
+        snprintf(name, sizeof name, "quantize_%s_rel_rms", qname(qts[qi]));
+        CHECK(name, rms > 0.0 && rms <= max_rms[qi], "relative RMS %.4f (limit %.3f)", rms, max_rms[qi]);
+        /* the documented layout decodes to what qmat_dequant_row / ops_get_row give */
+        float *row = malloc(sizeof(float) * C), *acc = malloc(sizeof(float) * C);
+        int same = 1;
+        for (int r = 0; r < R; r += 37) {
+            ops_get_row(&q, r, row);
+            for (int j = 0; j < C; j++) acc[j] = 0.25f;
+            ops_add_row(&q, r, acc);
+            for (int j = 0; j < C; j++) same &= (double)row[j] == q_weight(&q, r, j) && acc[j] == 0.25f + row[j];
+        }
+        snprintf(name, sizeof name, "quantize_%s_layout", qname(qts[qi]));
+        CHECK(name, same, "decoded weights differ from the documented layout");
+        free(row);
+        free(acc);
+        qmat_free(&q);
+        CHECK("qmat_free_zeroes", q.data == NULL && q.owned == NULL, "not zeroed");
+    }
+    free_fmat(&w);
+    qt_mat q;
+    qtts_error e;
+    make_fmat(&w, DT_F32, 2, 3, 1.0f);
+    CHECK("quantize_bad_type", qmat_quantize(&w.m, 99, &q, &e) == QTTS_ERR_INVALID_ARG && q.data == NULL, "accepted");
+    qt_mat bad = w.m;
+    bad.dtype = DT_I32;
+    CHECK("quantize_bad_source", qmat_quantize(&bad, QT_Q8_B32, &q, &e) == QTTS_ERR_INVALID_ARG, "accepted I32");
+    free_fmat(&w);
+    qmat_free(NULL);
+
+    /* f16 conversion: every f16 value round trips, and rounding is to nearest even */
+    int rt_ok = 1;
+    for (uint32_t h = 0; h < 65536; h++) {
+        const uint16_t hh = (uint16_t)h;
+        const float f = f16_to_f32(hh);
+        if (isnan(f)) rt_ok &= isnan(f16_to_f32(qt_f32_to_f16(f)));
+        else rt_ok &= qt_f32_to_f16(f) == hh;
+    }
+    CHECK("f16_round_trip_all", rt_ok, "some f16 value does not survive f16 -> f32 -> f16");
+    int rne_ok = 1;
+    for (int i = 0; i < 200000; i++) {
+        uint32_t u = rnd_u32();
+        u = (u & 0x807fffffu) | ((100u + rnd_u32() % 48u) << 23); /* |v| in [2^-27, 2^21) */
+        float v;
+        memcpy(&v, &u, 4);
+        const uint16_t h = qt_f32_to_f16(v);
+        const double got = f16_val(h);
+        /* neighbours of h: the result must be the nearest, ties to even */
+        double best = INFINITY;
+        for (int dd = -1; dd <= 1; dd++) {
+            const int hn = (h & 0x7fff) + dd;
+            if (hn < 0 || hn > 0x7bff) continue;
+            const double c = f16_val((uint16_t)((h & 0x8000) | hn));
+            if (fabs(c - v) < best) best = fabs(c - v);
+        }
+        if (fabs(v) >= 65520.0) rne_ok &= (h & 0x7fff) == 0x7c00;
+        else rne_ok &= fabs(got - v) == best;
+        if (fabs(got - v) == best && best > 0) {
+            /* a tie must land on an even mantissa */
+            const int hn = h & 0x7fff;
+            const double other = f16_val((uint16_t)((h & 0x8000) | (hn ^ 1)));
+            if (fabs(other - v) == best) rne_ok &= (hn & 1) == 0;
+        }
+    }
+    CHECK("f16_round_nearest_even", rne_ok, "qt_f32_to_f16 is not round-to-nearest-even");
+}
+
+/* Activation-quantisation bound of Y[i][r] against the dequantised-f32 product,
+ * and the f32 rounding scale of the integer path. */
+static void q_bounds(const qt_mat *W, int r, const float *x, const void *prep, int i, const float *bias, double *act,
+                     double *sq) {
+    const int cols = W->cols, nb = qt_kpad(cols) / 32;
+    const q8_rows xr = q8_prep_row(prep, cols, i);
+    double a = 0, s = bias ? fabs(bias[r]) : 0.0;
+    for (int b = 0; b < nb; b++) {
+        const double dw = f16_val(W->scales[(size_t)r * nb + b]), dx = xr.dx[b];
+        double sb = 0;
+        for (int jj = 0; jj < 32; jj++) {
+            const int j = b * 32 + jj;
+            /* xq in natural order: recompute it (the prep may be permuted) */
+            const double wv = j < cols ? q_weight(W, r, j) : 0.0;
+            const double xv = j < cols ? x[j] : 0.0;
+            a += fabs(wv) * (0.5001 * dx + 4 * EPS32 * fabs(xv));
+            const double xq = dx > 0 ? fabs(xv) / dx + 0.5 : 0;
+            sb += (W->quant == QT_Q8_B32 ? 255.0 : 16.0) * xq;
+        }
+        s += fabs(dw * dx) * sb;
+        if (W->quant == QT_Q4M_B32) s += fabs(f16_val(W->mins[(size_t)r * nb + b]) * xr.fsum[b]);
+    }
+    *act = a;
+    *sq = s;
+}
+
+static void test_matmul_quant(void) {
+    static const int qts[3] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32};
+    static const int shapes[][2] = {{1, 1}, {5, 31}, {17, 32}, {6, 33}, {9, 100}, {66, 129}, {7, 300}, {4, 1024}};
+    static const int ns[4] = {1, 2, 3, 17};
+    for (int qi = 0; qi < 3; qi++) {
+        double worst_ref = 0, worst_simd[4] = {0, 0, 0, 0}, rel_err_sum = 0, rel_n = 0;
+        char where_ref[128] = "", where_simd[4][128] = {"", "", "", ""};
+        int sent = 1;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int rows = shapes[s][0], cols = shapes[s][1], nb = qt_kpad(cols) / 32;
+            fmat w;
+            make_fmat(&w, DT_BF16, rows, cols, 1.0f);
+            qt_mat q;
+            qtts_error e;
+            if (qmat_quantize(&w.m, qts[qi], &q, &e) != QTTS_OK) {
+                CHECK("quantize", 0, "%s", e.msg);
+                free_fmat(&w);
+                continue;
+            }
+            float *X = malloc(sizeof(float) * 17 * cols), *b = malloc(sizeof(float) * rows);
+            float *Y = malloc(sizeof(float) * (17 * rows + 2)), *Yr = malloc(sizeof(float) * (17 * rows + 2));
+            float *wrow = malloc(sizeof(float) * cols);
+            void *prep = aligned_alloc(64, (q8_prep_size(&q, 17) + 63) & ~(size_t)63);
+            fill(X, (size_t)17 * cols, 3.0f);
+            for (int j = 0; j < cols; j += 7) X[j] *= 20.0f; /* outliers: blocks with uneven ranges */
+            fill(b, rows, 1.0f);
+            q8_prep(&q, X, 17, prep);
+            for (int ni = 0; ni < 4; ni++)
+                for (int bias = 0; bias < 2; bias++) {
+                    const int n = ns[ni];
+                    const float *bb = bias ? b : NULL;
+                    run_mm(ops_kernels_scalar(), &q, X, n, bb, Yr);
+                    for (int i = 0; i < n; i++)
+                        for (int r = 0; r < rows; r++) {
+                            ops_get_row(&q, r, wrow);
+                            double yd = bias ? b[r] : 0.0, ya = bias ? fabs(b[r]) : 0.0;
+                            for (int j = 0; j < cols; j++) {
+                                yd += (double)wrow[j] * X[(size_t)i * cols + j];
+                                ya += fabs((double)wrow[j] * X[(size_t)i * cols + j]);
+                            }
+                            double act, sq;
+                            q_bounds(&q, r, X + (size_t)i * cols, prep, i, bb, &act, &sq);
+                            const double err = fabs(Yr[i * rows + r] - yd);
+                            const double qq = err / (act + (2.0 * nb + 8) * EPS32 * sq + 1e-30);
+                            rel_err_sum += err / (ya + 1e-30);
+                            rel_n++;
+                            if (!(qq <= worst_ref)) {
+                                worst_ref = qq;
+                                snprintf(where_ref, sizeof where_ref, "%dx%d n=%d row %d", rows, cols, n, r);
+                            }
+                        }
+                    for (int t = 1; t < n_tables; t++) {
+                        sent &= run_mm(tables[t], &q, X, n, bb, Y);
+                        for (int i = 0; i < n; i++)
+                            for (int r = 0; r < rows; r++) {
+                                double act, sq;
+                                q_bounds(&q, r, X + (size_t)i * cols, prep, i, bb, &act, &sq);
+                                const double qq = fabs((double)Y[i * rows + r] - Yr[i * rows + r]) /
+                                                  ((4.0 * nb + 32) * EPS32 * sq + 1e-30);
+                                if (!(qq <= worst_simd[t])) {
+                                    worst_simd[t] = qq;
+                                    snprintf(where_simd[t], sizeof where_simd[t], "%dx%d n=%d row %d", rows, cols, n, r);
+                                }
+                            }
+                    }
+                }
+            free(prep);
+            free(X);
+            free(b);
+            free(Y);
+            free(Yr);
+            free(wrow);
+            qmat_free(&q);
+            free_fmat(&w);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "matmul_scalar_%s_vs_dequantised", qname(qts[qi]));
+        CHECK(name, worst_ref <= 1.0, "error %.3g x the activation-quantisation bound at %s", worst_ref, where_ref);
+        printf("# %s: mean |y - y_dequantised_f32| / sum|w x| = %.2e (int8 activations)\n", qname(qts[qi]),
+               rel_err_sum / rel_n);
+        for (int t = 1; t < n_tables; t++) {
+            snprintf(name, sizeof name, "matmul_%s_%s_vs_scalar", tables[t]->name, qname(qts[qi]));
+            CHECK(name, worst_simd[t] <= 1.0 && sent, "error %.3g x bound at %s%s", worst_simd[t], where_simd[t],
+                  sent ? "" : "; wrote past Y");
+        }
+    }
+    /* unsupported formats give NaN, loudly */
+    fmat w;
+    make_fmat(&w, DT_F32, 3, 5, 1.0f);
+    qt_mat bad = w.m;
+    bad.dtype = DT_I32;
+    float X[5] = {1, 2, 3, 4, 5}, Y[3] = {0, 0, 0};
+    ops_ctx c;
+    ops_init(&c, 1, 0);
+    ops_matmul(&c, &bad, X, 1, NULL, Y);
+    CHECK("matmul_unsupported_dtype_nan", isnan(Y[0]) && isnan(Y[2]), "no NaN for an I32 matrix");
+    ops_free(&c);
+    free_fmat(&w);
+}
+
+static void test_bf16_dp(void) {
+    for (int t = 0; t < n_tables; t++) {
+        const ops_kernels *k = tables[t];
+        char name[96];
+        snprintf(name, sizeof name, "matmul_%s_bf16_dp", k->name);
+        if (!k->mm_bf16_dp) {
+            if (!strcmp(k->name, "avx512")) test_skip(name, "CPU lacks AVX512_BF16");
+            continue;
+        }
+        double worst = 0, mean_rel = 0;
+        int cnt = 0;
+        static const int shapes[][2] = {{1, 1}, {5, 31}, {17, 32}, {6, 33}, {9, 100}, {13, 129}, {4, 1024}};
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int rows = shapes[s][0], cols = shapes[s][1];
+            fmat w;
+            make_fmat(&w, DT_BF16, rows, cols, 1.0f);
+            float *X = malloc(sizeof(float) * 17 * cols), *Y = malloc(sizeof(float) * 17 * rows);
+            float *wrow = malloc(sizeof(float) * cols);
+            void *prep = aligned_alloc(64, (bf16_prep_size(&w.m, 17) + 63) & ~(size_t)63);
+            fill(X, (size_t)17 * cols, 2.0f);
+            for (int n = 1; n <= 17; n += 8) {
+                bf16_prep(&w.m, X, n, prep);
+                k->mm_bf16_dp(&w.m, X, prep, n, NULL, Y, 0, rows);
+                for (int i = 0; i < n; i++)
+                    for (int r = 0; r < rows; r++) {
+                        ops_get_row(&w.m, r, wrow);
+                        double yd = 0, ya = 0;
+                        for (int j = 0; j < cols; j++) {
+                            yd += (double)wrow[j] * X[(size_t)i * cols + j];
+                            ya += fabs((double)wrow[j] * X[(size_t)i * cols + j]);
+                        }
+                        const double q = fabs(Y[i * rows + r] - yd) / (ldexp(1.0, -8) * ya + 1e-30);
+                        if (!(q <= worst)) worst = q;
+                        mean_rel += fabs(Y[i * rows + r] - yd) / (ya + 1e-30);
+                        cnt++;
+                    }
+            }
+            free(prep);
+            free(X);
+            free(Y);
+            free(wrow);
+            free_fmat(&w);
+        }
+        CHECK(name, worst <= 1.0, "error %.3g x 2^-8 sum|w x|", worst);
+        printf("# %s: mean |err| / sum|w x| = %.2e (activations rounded to bf16)\n", name, mean_rel / cnt);
+    }
+    /* through a context: opt-in, off by default, same bits as the kernel */
+    ops_ctx c;
+    ops_init(&c, 1, 0);
+    const int have = c.k->mm_bf16_dp != NULL;
+    fmat w;
+    make_fmat(&w, DT_BF16, 40, 70, 1.0f);
+    float X[3 * 70], Y0[3 * 40], Y1[3 * 40], Y2[3 * 40];
+    fill(X, 3 * 70, 1.0f);
+    ops_matmul(&c, &w.m, X, 3, NULL, Y0);
+    const int on = ops_set_bf16_dp(&c, 1);
+    ops_matmul(&c, &w.m, X, 3, NULL, Y1);
+    if (have) {
+        _Alignas(64) uint16_t prep[3 * 96];
+        bf16_prep(&w.m, X, 3, prep);
+        c.k->mm_bf16_dp(&w.m, X, prep, 3, NULL, Y2, 0, 40);
+        CHECK("ops_set_bf16_dp", on == 1 && c.bf16_dp == 1 && memcmp(Y1, Y2, sizeof Y1) == 0 &&
+                                     memcmp(Y0, Y1, sizeof Y0) != 0,
+              "opt-in not honoured");
+    } else {
+        CHECK("ops_set_bf16_dp_unavailable", on == 0 && c.bf16_dp == 0 && memcmp(Y0, Y1, sizeof Y0) == 0,
+              "enabled without a kernel");
+    }
+    ops_set_bf16_dp(&c, 0);
+    ops_matmul(&c, &w.m, X, 3, NULL, Y2);
+    CHECK("ops_set_bf16_dp_off", memcmp(Y0, Y2, sizeof Y0) == 0 && c.bf16_dp == 0, "could not turn it off");
+    ops_free(&c);
+    free_fmat(&w);
+}
+
+/* ------------------------------------------------------------ bit-exactness contract */
+
+typedef struct mm_case {
+    const char *name;
+    qt_mat m;
+    fmat f;
+    int quant;
+    int dp;
+} mm_case;
+
+static int make_case(mm_case *c, int which, int rows, int cols) {
+    memset(c, 0, sizeof *c);
+    static const char *names[7] = {"F32", "F16", "BF16", "Q8_B32", "Q4_B32", "Q4M_B32", "BF16_dp"};
+    static const qtts_dtype dts[7] = {DT_F32, DT_F16, DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_BF16};
+    static const int qts[7] = {0, 0, 0, QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32, 0};
+    c->name = names[which];
+    make_fmat(&c->f, dts[which], rows, cols, 1.0f);
+    c->m = c->f.m;
+    c->dp = which == 6;
+    if (qts[which]) {
+        qtts_error e;
+        if (qmat_quantize(&c->f.m, qts[which], &c->m, &e)) return 0;
+        c->quant = 1;
+    }
+    return 1;
+}
+
+static void free_case(mm_case *c) {
+    if (c->quant) qmat_free(&c->m);
+    free_fmat(&c->f);
+}
+
+static void test_contract(void) {
+    enum { ROWS = 131, COLS = 517, N = 7 };
+    float *X = malloc(sizeof(float) * N * COLS), *b = malloc(sizeof(float) * ROWS);
+    float *Yn = malloc(sizeof(float) * N * ROWS), *Y1 = malloc(sizeof(float) * ROWS), *Ys = malloc(sizeof(float) * N * ROWS);
+    float *X2 = malloc(sizeof(float) * 2 * COLS), *Y2 = malloc(sizeof(float) * 2 * ROWS);
+    fill(X, (size_t)N * COLS, 2.0f);
+    fill(b, ROWS, 1.0f);
+    for (int t = 0; t < n_tables; t++)
+        for (int which = 0; which < 7; which++) {
+            mm_case c;
+            if (!make_case(&c, which, ROWS, COLS)) continue;
+            char name[96];
+            snprintf(name, sizeof name, "contract_%s_%s", tables[t]->name, c.name);
+            if (c.dp && !tables[t]->mm_bf16_dp) {
+                free_case(&c);
+                continue;
+            }
+            int ok_rows = 1, ok_pair = 1, ok_split = 1, ok_threads = 1, threaded = 1;
+            ops_ctx ctx[3];
+            for (int nt = 1; nt <= 3; nt++) {
+                ops_init(&ctx[nt - 1], nt, 0);
+                ctx[nt - 1].k = tables[t];
+                if (c.dp) ops_set_bf16_dp(&ctx[nt - 1], 1);
+            }
+            ops_matmul(&ctx[0], &c.m, X, N, b, Yn);
+            /* row 3 alone, and row 3 next to another row, give the bits it had among 7 */
+            for (int i = 0; i < N; i++) {
+                ops_matmul(&ctx[0], &c.m, X + (size_t)i * COLS, 1, b, Y1);
+                ok_rows &= memcmp(Y1, Yn + (size_t)i * ROWS, sizeof(float) * ROWS) == 0;
+            }
+            memcpy(X2, X + (size_t)5 * COLS, sizeof(float) * COLS);
+            memcpy(X2 + COLS, X + (size_t)3 * COLS, sizeof(float) * COLS);
+            ops_matmul(&ctx[0], &c.m, X2, 2, b, Y2);
+            ok_pair &= memcmp(Y2 + ROWS, Yn + (size_t)3 * ROWS, sizeof(float) * ROWS) == 0 &&
+                       memcmp(Y2, Yn + (size_t)5 * ROWS, sizeof(float) * ROWS) == 0;
+            /* any row split of the kernel */
+            {
+                const int f = ops_weight_format(&c.m);
+                ops_mm_fn fn = c.dp ? tables[t]->mm_bf16_dp : tables[t]->mm[f];
+                void *prep = NULL;
+                if (c.dp) {
+                    prep = aligned_alloc(64, (bf16_prep_size(&c.m, N) + 63) & ~(size_t)63);
+                    bf16_prep(&c.m, X, N, prep);
+                } else if (tables[t]->prep_size[f]) {
+                    prep = aligned_alloc(64, (tables[t]->prep_size[f](&c.m, N) + 63) & ~(size_t)63);
+                    tables[t]->prep[f](&c.m, X, N, prep);
+                }
+                static const int cuts[] = {0, 1, 2, 5, 9, 64, 77, 130, ROWS};
+                for (size_t k = 0; k + 1 < sizeof cuts / sizeof cuts[0]; k++)
+                    fn(&c.m, X, prep, N, b, Ys, cuts[k], cuts[k + 1]);
+                ok_split &= memcmp(Ys, Yn, sizeof(float) * N * ROWS) == 0;
+                free(prep);
+            }
+            /* 2 and 3 threads, n = 7 and n = 1 */
+            for (int nt = 2; nt <= 3; nt++) {
+                threaded &= ops_matmul_threads(&ctx[nt - 1], &c.m, N) == nt && ops_matmul_threads(&ctx[nt - 1], &c.m, 1) == nt;
+                ops_matmul(&ctx[nt - 1], &c.m, X, N, b, Ys);
+                ok_threads &= memcmp(Ys, Yn, sizeof(float) * N * ROWS) == 0;
+                ops_matmul(&ctx[nt - 1], &c.m, X + (size_t)3 * COLS, 1, b, Y1);
+                ok_threads &= memcmp(Y1, Yn + (size_t)3 * ROWS, sizeof(float) * ROWS) == 0;
+            }
+            CHECK(name, ok_rows && ok_pair && ok_split && ok_threads && threaded,
+                  "bits differ: single row %s, pair %s, row split %s, threads %s%s", ok_rows ? "ok" : "DIFF",
+                  ok_pair ? "ok" : "DIFF", ok_split ? "ok" : "DIFF", ok_threads ? "ok" : "DIFF",
+                  threaded ? "" : "; the pool was not used");
+            for (int nt = 1; nt <= 3; nt++) ops_free(&ctx[nt - 1]);
+            free_case(&c);
+        }
+    free(X);
+    free(b);
+    free(Yn);
+    free(Y1);
+    free(Ys);
+    free(X2);
+    free(Y2);
+}
+
+/* ------------------------------------------------------------ thread pool */
+
+typedef struct pool_probe {
+    atomic_int hits[8];
+    atomic_int calls;
+    pthread_t who[8];
+    int bad;
+} pool_probe;
+
+static void probe_task(void *arg, int t, int nt) {
+    pool_probe *p = arg;
+    if (t < 0 || t >= nt || nt > 8) p->bad = 1;
+    else {
+        atomic_fetch_add(&p->hits[t], 1);
+        p->who[t] = pthread_self();
+    }
+    atomic_fetch_add(&p->calls, 1);
+}
+
+typedef struct hammer {
+    const ops_ctx *ctx;
+    const qt_mat *W;
+    const float *X;
+    const float *ref;
+    int ok;
+} hammer;
+
+static void *hammer_main(void *arg) {
+    hammer *h = arg;
+    float *Y = malloc(sizeof(float) * 3 * h->W->rows);
+    for (int it = 0; it < 200; it++) {
+        ops_matmul(h->ctx, h->W, h->X, 3, NULL, Y);
+        h->ok &= memcmp(Y, h->ref, sizeof(float) * 3 * h->W->rows) == 0;
+    }
+    free(Y);
+    return NULL;
+}
+
+static void test_pool(void) {
+    threadpool *p = threadpool_create(3);
+    CHECK("pool_create", p && threadpool_size(p) == 3, "no pool");
+    if (!p) return;
+    pool_probe pr;
+    memset(&pr, 0, sizeof pr);
+    const int runs = 20000;
+    for (int r = 0; r < runs; r++) threadpool_run(p, probe_task, &pr, 1 + r % 3);
+    int expect[3] = {0, 0, 0};
+    for (int r = 0; r < runs; r++)
+        for (int t = 0; t < 1 + r % 3; t++) expect[t]++;
+    CHECK("pool_every_task_once", !pr.bad && pr.hits[0] == expect[0] && pr.hits[1] == expect[1] &&
+                                      pr.hits[2] == expect[2] && pr.calls == expect[0] + expect[1] + expect[2],
+          "task counts %d %d %d, expected %d %d %d", (int)pr.hits[0], (int)pr.hits[1], (int)pr.hits[2], expect[0],
+          expect[1], expect[2]);
+    CHECK("pool_tasks_on_workers",
+          pthread_equal(pr.who[0], pthread_self()) && !pthread_equal(pr.who[1], pthread_self()) &&
+              !pthread_equal(pr.who[2], pthread_self()) && !pthread_equal(pr.who[1], pr.who[2]),
+          "task 0 must run on the caller and tasks 1, 2 on two workers");
+    /* after the workers went to sleep, a job still wakes them */
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    memset(&pr, 0, sizeof pr);
+    threadpool_run(p, probe_task, &pr, 3);
+    CHECK("pool_wakes_sleepers", pr.hits[0] == 1 && pr.hits[1] == 1 && pr.hits[2] == 1, "a sleeping worker missed a job");
+    threadpool_destroy(p);
+    threadpool_destroy(NULL);
+    CHECK("pool_create_one_thread", threadpool_create(1) == NULL, "a pool of 1 thread needs no workers");
+
+    /* contexts started and stopped repeatedly */
+    int cycles_ok = 1;
+    for (int i = 0; i < 30; i++) {
+        ops_ctx c;
+        ops_init(&c, 2 + i % 3, 0);
+        cycles_ok &= c.n_threads == 2 + i % 3 && c.rt != NULL;
+        ops_free(&c);
+        cycles_ok &= c.rt == NULL;
+    }
+    ops_ctx z;
+    memset(&z, 0, sizeof z);
+    ops_free(&z);
+    ops_free(NULL);
+    CHECK("ops_init_free_cycles", cycles_ok, "ops_init/ops_free state");
+
+    /* one context driven from two threads at once: results stay right
+     * (float weights, and int8 weights whose activations need scratch) */
+    for (int which = 2; which <= 3; which++) {
+        mm_case mc;
+        if (!make_case(&mc, which, 300, 260)) continue;
+        float X[3 * 260], *ref = malloc(sizeof(float) * 3 * 300);
+        fill(X, 3 * 260, 1.0f);
+        ops_ctx c;
+        ops_init(&c, 2, 0);
+        ops_matmul(&c, &mc.m, X, 3, NULL, ref);
+        hammer h[2] = {{&c, &mc.m, X, ref, 1}, {&c, &mc.m, X, ref, 1}};
+        pthread_t th;
+        pthread_create(&th, NULL, hammer_main, &h[1]);
+        hammer_main(&h[0]);
+        pthread_join(th, NULL);
+        char name[64];
+        snprintf(name, sizeof name, "ops_ctx_shared_by_two_threads_%s", mc.name);
+        CHECK(name, h[0].ok && h[1].ok, "a concurrent call changed the result");
+        ops_free(&c);
+        free(ref);
+        free_case(&mc);
+    }
+}
+
+/* ------------------------------------------------------------ dot / axpy */
+
+static void test_dot_axpy(void) {
+    static const int ns[] = {1, 3, 7, 8, 15, 16, 17, 31, 63, 64, 65, 127, 128, 200};
+    for (int t = 0; t < n_tables; t++) {
+        double worst = 0, worst_axpy = 0;
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+            const int n = ns[s];
+            float a[200], b[200], y[201], y0[201];
+            fill(a, n, 2.0f);
+            fill(b, n, 2.0f);
+            double d = 0, da = 0;
+            for (int j = 0; j < n; j++) {
+                d += (double)a[j] * b[j];
+                da += fabs((double)a[j] * b[j]);
+            }
+            const double q = fabs(tables[t]->dot(a, b, n) - d) / ((n + 4) * EPS32 * da + 1e-30);
+            if (!(q <= worst)) worst = q;
+            fill(y, n, 1.0f);
+            y[n] = 99.0f;
+            memcpy(y0, y, sizeof y);
+            tables[t]->axpy(y, 0.75f, a, n);
+            for (int j = 0; j < n; j++) {
+                const double r = y0[j] + 0.75 * a[j];
+                const double qq = fabs(y[j] - r) / (2 * EPS32 * (fabs(y0[j]) + fabs(0.75 * a[j])) + 1e-30);
+                if (!(qq <= worst_axpy)) worst_axpy = qq;
+            }
+            if (y[n] != 99.0f) worst_axpy = INFINITY;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "dot_%s", tables[t]->name);
+        CHECK(name, worst <= 1.0, "error %.3g x bound", worst);
+        snprintf(name, sizeof name, "axpy_%s", tables[t]->name);
+        CHECK(name, worst_axpy <= 1.0, "error %.3g x bound (or wrote past n)", worst_axpy);
+    }
+}
+
+/* ------------------------------------------------------------ convolutions */
+
+static int conv_t_out(int t_in, int k, int s, int d) { return t_in < d * (k - 1) + 1 ? 0 : (t_in - d * (k - 1) - 1) / s + 1; }
+
+static void conv1d_with(const ops_kernels *k, const float *x, int cin, int t_in, int xs, const float *w,
+                        const float *b, int cout, int kk, int st, int dil, int gr, float *y, int ys, int o0, int o1,
+                        int use_xph) {
+    ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = xs, .w = w, .bias = b, .cout = cout, .k = kk,
+                       .stride = st, .dilation = dil, .groups = gr, .t0 = 0, .t1 = conv_t_out(t_in, kk, st, dil),
+                       .y = y, .y_stride = ys};
+    float *xph = NULL;
+    if (st > 1 && use_xph) {
+        const int L = (t_in + st - 1) / st;
+        xph = calloc((size_t)cin * st * L, sizeof(float));
+        for (int i = 0; i < cin; i++)
+            for (int p = 0; p < st; p++)
+                for (int u = 0; u * st + p < t_in; u++) xph[((size_t)i * st + p) * L + u] = x[(size_t)i * xs + u * st + p];
+        a.xph = xph;
+        a.ph_len = L;
+    }
+    k->conv1d(&a, o0, o1);
+    free(xph);
+}
+
+static void test_conv1d_kernels(void) {
+    static const struct { int cin, cout, k, stride, dil, groups, t_in; } cs[] = {
+        {4, 6, 3, 1, 1, 1, 20},   {6, 4, 5, 2, 1, 2, 31},  {8, 8, 3, 1, 3, 8, 25},  {4, 6, 4, 3, 2, 2, 40},
+        {3, 5, 1, 1, 1, 1, 7},    {2, 2, 7, 1, 1, 1, 7},   {5, 10, 2, 2, 5, 5, 23}, {16, 9, 7, 1, 9, 1, 150},
+        {12, 12, 7, 1, 1, 12, 97}, {7, 13, 1, 1, 1, 1, 133}, {9, 6, 8, 4, 1, 1, 203}, {3, 7, 10, 5, 1, 1, 71},
+        {33, 17, 7, 1, 1, 1, 66}, {6, 6, 3, 1, 1, 3, 1000},
+    };
+    const ops_kernels *ref = ops_kernels_scalar();
+    for (int t = 1; t < n_tables; t++) {
+        double worst = 0;
+        int sent_ok = 1, split_ok = 1, xph_ok = 1;
+        char where[96] = "";
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            const int cin = cs[c].cin, cout = cs[c].cout, k = cs[c].k, st = cs[c].stride, dil = cs[c].dil,
+                      gr = cs[c].groups, t_in = cs[c].t_in, cin_g = cin / gr;
+            const int t_out = conv_t_out(t_in, k, st, dil), xs = t_in + 3, ys = t_out + 2;
+            float *x = malloc(sizeof(float) * cin * xs), *w = malloc(sizeof(float) * cout * cin_g * k);
+            float *b = malloc(sizeof(float) * cout), *y = malloc(sizeof(float) * cout * ys);
+            float *yr = malloc(sizeof(float) * cout * ys), *y2 = malloc(sizeof(float) * cout * ys);
+            fill(x, (size_t)cin * xs, 1.0f);
+            fill(w, (size_t)cout * cin_g * k, 1.0f);
+            fill(b, cout, 0.5f);
+            for (int i = 0; i < cout * ys; i++) y[i] = y2[i] = 777.0f;
+            conv1d_with(tables[t], x, cin, t_in, xs, w, b, cout, k, st, dil, gr, y, ys, 0, cout, 1);
+            conv1d_with(ref, x, cin, t_in, xs, w, b, cout, k, st, dil, gr, yr, ys, 0, cout, 1);
+            for (int o = 0; o < cout; o++) {
+                const int g = o / (cout / gr);
+                for (int tt = 0; tt < t_out; tt++) {
+                    double sa = fabs(b[o]);
+                    for (int i = 0; i < cin_g; i++)
+                        for (int tap = 0; tap < k; tap++)
+                            sa += fabs((double)w[((size_t)o * cin_g + i) * k + tap] *
+                                       x[(size_t)(g * cin_g + i) * xs + tt * st + tap * dil]);
+                    const double q = fabs((double)y[o * ys + tt] - yr[o * ys + tt]) /
+                                     ((2.0 * cin_g * k + 4) * EPS32 * sa + 1e-30);
+                    if (!(q <= worst)) {
+                        worst = q;
+                        snprintf(where, sizeof where, "cin %d cout %d k %d s %d d %d g %d", cin, cout, k, st, dil, gr);
+                    }
+                }
+                sent_ok &= y[o * ys + t_out] == 777.0f && y[o * ys + t_out + 1] == 777.0f;
+            }
+            /* output channels in odd pieces give the same bits */
+            for (int o = 0; o < cout;) {
+                const int o1 = o + 3 < cout ? o + 3 : cout;
+                conv1d_with(tables[t], x, cin, t_in, xs, w, b, cout, k, st, dil, gr, y2, ys, o, o1, 1);
+                o = o1;
+            }
+            split_ok &= memcmp(y, y2, sizeof(float) * cout * ys) == 0;
+            /* stride > 1 without the deinterleaved copy: the fallback gives the same bits */
+            if (st > 1) {
+                conv1d_with(tables[t], x, cin, t_in, xs, w, b, cout, k, st, dil, gr, y2, ys, 0, cout, 0);
+                xph_ok &= memcmp(y, y2, sizeof(float) * cout * ys) == 0;
+            }
+            free(x);
+            free(w);
+            free(b);
+            free(y);
+            free(yr);
+            free(y2);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "conv1d_%s_vs_scalar", tables[t]->name);
+        CHECK(name, worst <= 1.0 && sent_ok, "error %.3g x bound at %s%s", worst, where, sent_ok ? "" : "; wrote past t_out");
+        snprintf(name, sizeof name, "conv1d_%s_channel_split", tables[t]->name);
+        CHECK(name, split_ok, "bits depend on the output-channel range");
+        snprintf(name, sizeof name, "conv1d_%s_strided_fallback", tables[t]->name);
+        CHECK(name, xph_ok, "strided conv without the deinterleaved copy differs");
+    }
+}
+
+/* Streaming conv1d with carried left context (input in irregular chunks),
+ * plain and through contexts with 1-3 threads: all memcmp-equal to one pass. */
+static void test_conv1d_streaming(void) {
+    static const struct { int cin, cout, k, stride, dil, groups; } cs[] = {
+        {4, 3, 5, 1, 2, 1}, {4, 4, 4, 2, 1, 2}, {3, 6, 7, 3, 1, 3}, {2, 2, 3, 1, 9, 1}, {6, 6, 1, 1, 1, 6},
+        {24, 20, 7, 1, 3, 1}, {16, 16, 7, 1, 1, 16},
+    };
+    static const int chunks[] = {1, 7, 3, 13, 2, 5, 11, 1, 1, 4, 40, 17, 33};
+    enum { T = 297 };
+    for (int t = 0; t < n_tables; t++) {
+        int ok = 1;
+        char where[96] = "";
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            const int cin = cs[c].cin, cout = cs[c].cout, k = cs[c].k, st = cs[c].stride, dil = cs[c].dil,
+                      gr = cs[c].groups;
+            const int span = dil * (k - 1) + 1, t_out = (T - span) / st + 1;
+            float *x = malloc(sizeof(float) * cin * T), *w = malloc(sizeof(float) * cout * (cin / gr) * k);
+            float *b = malloc(sizeof(float) * cout), *buf = malloc(sizeof(float) * cin * T);
+            float *y1 = calloc((size_t)cout * t_out, sizeof(float)), *y2 = calloc((size_t)cout * t_out, sizeof(float));
+            fill(x, (size_t)cin * T, 1.0f);
+            fill(w, (size_t)cout * (cin / gr) * k, 1.0f);
+            fill(b, cout, 0.5f);
+            ops_ctx ctx[3];
+            for (int nt = 1; nt <= 3; nt++) {
+                ops_init(&ctx[nt - 1], nt, 0);
+                ctx[nt - 1].k = tables[t];
+            }
+            ops_conv1d_ctx(&ctx[0], x, cin, T, T, w, b, cout, k, st, dil, gr, y1, t_out);
+            for (int nt = 1; nt <= 3; nt++) {
+                int fed = 0, blen = 0, done = 0, ci = (int)c;
+                memset(y2, 0, sizeof(float) * cout * t_out);
+                while (fed < T) {
+                    int n = chunks[ci++ % (int)(sizeof chunks / sizeof chunks[0])];
+                    if (n > T - fed) n = T - fed;
+                    for (int i = 0; i < cin; i++)
+                        memcpy(buf + (size_t)i * T + blen, x + (size_t)i * T + fed, sizeof(float) * n);
+                    blen += n;
+                    fed += n;
+                    if (blen >= span) {
+                        const int m = (blen - span) / st + 1;
+                        ops_conv1d_ctx(&ctx[nt - 1], buf, cin, blen, T, w, b, cout, k, st, dil, gr, y2 + done, t_out);
+                        done += m;
+                        const int drop = m * st;
+                        for (int i = 0; i < cin; i++)
+                            memmove(buf + (size_t)i * T, buf + (size_t)i * T + drop, sizeof(float) * (blen - drop));
+                        blen -= drop;
+                    }
+                }
+                if (done != t_out || memcmp(y1, y2, sizeof(float) * cout * t_out)) {
+                    ok = 0;
+                    snprintf(where, sizeof where, "k %d s %d d %d g %d, %d threads", k, st, dil, gr, nt);
+                }
+            }
+            for (int nt = 1; nt <= 3; nt++) ops_free(&ctx[nt - 1]);
+            free(x);
+            free(w);
+            free(b);
+            free(buf);
+            free(y1);
+            free(y2);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "conv1d_%s_chunked_equals_whole", tables[t]->name);
+        CHECK(name, ok, "chunked result differs from one pass at %s", where);
+    }
+}
+
+static void test_conv_transpose_kernels(void) {
+    static const struct { int cin, cout, k, stride, groups, t_in; } cs[] = {
+        {4, 6, 4, 2, 1, 10}, {6, 4, 3, 3, 2, 9},  {2, 2, 2, 4, 1, 5},    {3, 3, 1, 1, 3, 6},   {4, 2, 8, 4, 2, 7},
+        {1, 1, 5, 1, 1, 1},  {3, 6, 10, 5, 3, 4}, {16, 8, 16, 8, 1, 37}, {12, 12, 2, 2, 1, 70}, {8, 5, 6, 3, 1, 55},
+        {5, 9, 3, 1, 1, 100},
+    };
+    const ops_kernels *ref = ops_kernels_scalar();
+    for (int t = 1; t < n_tables; t++) {
+        double worst = 0;
+        int sent_ok = 1, win_ok = 1, split_ok = 1;
+        char where[96] = "";
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            const int cin = cs[c].cin, cout = cs[c].cout, k = cs[c].k, st = cs[c].stride, gr = cs[c].groups,
+                      t_in = cs[c].t_in, cout_g = cout / gr, cin_g = cin / gr;
+            const int t_out = (t_in - 1) * st + k, xs = t_in + 2, ys = t_out + 3;
+            float *x = malloc(sizeof(float) * cin * xs), *w = malloc(sizeof(float) * cin * cout_g * k);
+            float *b = malloc(sizeof(float) * cout), *y = malloc(sizeof(float) * cout * ys);
+            float *yr = malloc(sizeof(float) * cout * ys), *y2 = malloc(sizeof(float) * cout * ys);
+            fill(x, (size_t)cin * xs, 1.0f);
+            fill(w, (size_t)cin * cout_g * k, 1.0f);
+            fill(b, cout, 0.5f);
+            for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
+            ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = xs, .w = w, .bias = b, .cout = cout,
+                               .k = k, .stride = st, .dilation = 1, .groups = gr, .t0 = 0, .t1 = t_out, .y = y,
+                               .y_stride = ys};
+            tables[t]->conv_transpose1d(&a, 0, cout);
+            a.y = yr;
+            ref->conv_transpose1d(&a, 0, cout);
+            for (int o = 0; o < cout; o++) {
+                const int g = o / cout_g, og = o % cout_g;
+                for (int tt = 0; tt < t_out; tt++) {
+                    double sa = fabs(b[o]);
+                    for (int i = 0; i < cin_g; i++)
+                        for (int j = 0; j < t_in; j++) {
+                            const int tap = tt - j * st;
+                            if (tap >= 0 && tap < k)
+                                sa += fabs((double)x[(size_t)(g * cin_g + i) * xs + j] *
+                                           w[((size_t)(g * cin_g + i) * cout_g + og) * k + tap]);
+                        }
+                    const int terms = cin_g * ((k + st - 1) / st);
+                    const double q = fabs((double)y[o * ys + tt] - yr[o * ys + tt]) / ((2.0 * terms + 4) * EPS32 * sa + 1e-30);
+                    if (!(q <= worst)) {
+                        worst = q;
+                        snprintf(where, sizeof where, "cin %d cout %d k %d s %d g %d t_in %d", cin, cout, k, st, gr, t_in);
+                    }
+                }
+                for (int tt = t_out; tt < ys; tt++) sent_ok &= y[o * ys + tt] == 777.0f;
+            }
+            /* output windows [t0, t1) equal the slice of the full output */
+            for (int t0 = 0; t0 < t_out; t0 += 1 + t_out / 5) {
+                const int t1 = t0 + (t_out - t0) / 2 + 1;
+                a.t0 = t0;
+                a.t1 = t1;
+                a.y = y2;
+                tables[t]->conv_transpose1d(&a, 0, cout);
+                for (int o = 0; o < cout; o++)
+                    win_ok &= memcmp(y2 + (size_t)o * ys, y + (size_t)o * ys + t0, sizeof(float) * (t1 - t0)) == 0;
+            }
+            a.t0 = 0;
+            a.t1 = t_out;
+            a.y = y2;
+            for (int o = 0; o < cout;) {
+                const int o1 = o + 3 < cout ? o + 3 : cout;
+                tables[t]->conv_transpose1d(&a, o, o1);
+                o = o1;
+            }
+            for (int o = 0; o < cout; o++) split_ok &= memcmp(y2 + (size_t)o * ys, y + (size_t)o * ys, sizeof(float) * t_out) == 0;
+            free(x);
+            free(w);
+            free(b);
+            free(y);
+            free(yr);
+            free(y2);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "conv_transpose1d_%s_vs_scalar", tables[t]->name);
+        CHECK(name, worst <= 1.0 && sent_ok, "error %.3g x bound at %s%s", worst, where, sent_ok ? "" : "; wrote past t_out");
+        snprintf(name, sizeof name, "conv_transpose1d_%s_windows", tables[t]->name);
+        CHECK(name, win_ok, "an output window differs from the full output");
+        snprintf(name, sizeof name, "conv_transpose1d_%s_channel_split", tables[t]->name);
+        CHECK(name, split_ok, "bits depend on the output-channel range");
+    }
+}
+
+/* Causal transposed conv (K = 2r, stride r, right trim r) streamed chunk by
+ * chunk with the previous input column as context, through contexts with
+ * 1-3 threads: memcmp-equal to one pass. */
+static void test_conv_transpose_streaming(void) {
+    enum { CIN = 20, COUT = 10, R = 3, K = 2 * R, T = 91 };
+    static const int chunks[] = {1, 5, 2, 17, 3, 9, 1, 30, 4};
+    float *x = malloc(sizeof(float) * CIN * (T + 1)), *w = malloc(sizeof(float) * CIN * COUT * K), b[COUT];
+    float *y1 = malloc(sizeof(float) * COUT * T * R), *y2 = malloc(sizeof(float) * COUT * T * R);
+    float *buf = malloc(sizeof(float) * CIN * (T + 1)), *yc = malloc(sizeof(float) * COUT * T * R);
+    fill(w, (size_t)CIN * COUT * K, 1.0f);
+    fill(b, COUT, 0.5f);
+    /* x[i][0] = 0 (no previous input), then T steps */
+    for (int i = 0; i < CIN; i++) {
+        x[(size_t)i * (T + 1)] = 0.0f;
+        fill(x + (size_t)i * (T + 1) + 1, T, 1.0f);
+    }
+    for (int t = 0; t < n_tables; t++) {
+        int ok = 1;
+        for (int nt = 1; nt <= 3; nt++) {
+            ops_ctx c;
+            ops_init(&c, nt, 0);
+            c.k = tables[t];
+            /* whole: full transposed conv of T + 1 inputs, keep [R, R + T R) */
+            ops_conv_transpose1d_ctx(&c, x, CIN, T + 1, T + 1, w, b, COUT, K, R, 1, R, R + T * R, y1, T * R);
+            int fed = 0, ci = nt;
+            while (fed < T) {
+                int m = chunks[ci++ % (int)(sizeof chunks / sizeof chunks[0])];
+                if (m > T - fed) m = T - fed;
+                for (int i = 0; i < CIN; i++) memcpy(buf + (size_t)i * (m + 1), x + (size_t)i * (T + 1) + fed, sizeof(float) * (m + 1));
+                ops_conv_transpose1d_ctx(&c, buf, CIN, m + 1, m + 1, w, b, COUT, K, R, 1, R, R + m * R, yc, m * R);
+                for (int o = 0; o < COUT; o++) memcpy(y2 + (size_t)o * T * R + fed * R, yc + (size_t)o * m * R, sizeof(float) * m * R);
+                fed += m;
+            }
+            ok &= memcmp(y1, y2, sizeof(float) * COUT * T * R) == 0;
+            ops_free(&c);
+        }
+        char name[96];
+        snprintf(name, sizeof name, "conv_transpose1d_%s_chunked_equals_whole", tables[t]->name);
+        CHECK(name, ok, "chunked causal transposed conv differs from one pass");
+    }
+    free(x);
+    free(w);
+    free(y1);
+    free(y2);
+    free(buf);
+    free(yc);
+}
+
+static void test_snake(void) {
+    enum { T = 1003 };
+    float x[T], y[T], y2[T];
+    fill(x, T, 4.0f);
+    x[0] = 0.0f;
+    x[1] = -0.0f;
+    x[2] = 1e-20f;
+    x[3] = 3000.0f; /* a x beyond the vector reduction range */
+    x[4] = -2500.0f;
+    x[5] = 1e-3f;
+    for (int t = 0; t < n_tables; t++) {
+        double worst = 0;
+        const float as[3] = {1.0f, 3.7f, 0.21f}, ibs[3] = {1.0f, 0.5f, 4.2f};
+        int chunk_ok = 1, inplace_ok = 1;
+        for (int ai = 0; ai < 3; ai++) {
+            tables[t]->snake(y, x, T, as[ai], ibs[ai]);
+            for (int i = 0; i < T; i++) {
+                const double u = (double)((float)(x[i] * as[ai]));
+                const double s = sin(u), r = x[i] + ibs[ai] * s * s;
+                /* sin^2 within ~3 ulp (|u| < 8192) plus the rounding of the sum */
+                const double tol = 8 * EPS32 * fabs(ibs[ai] * s * s) + 2 * EPS32 * fabs(r) + 1e-37;
+                const double q = fabs(y[i] - r) / tol;
+                if (!(q <= worst)) worst = q;
+            }
+            /* any chunking gives the same bits; in place too */
+            for (int t0 = 0; t0 < T;) {
+                const int n = 1 + (t0 * 7 + 3) % 29, t1 = t0 + n < T ? t0 + n : T;
+                tables[t]->snake(y2 + t0, x + t0, t1 - t0, as[ai], ibs[ai]);
+                t0 = t1;
+            }
+            chunk_ok &= memcmp(y, y2, sizeof y) == 0;
+            memcpy(y2, x, sizeof x);
+            tables[t]->snake(y2, y2, T, as[ai], ibs[ai]);
+            inplace_ok &= memcmp(y, y2, sizeof y) == 0;
+        }
+        float nanx[3] = {NAN, INFINITY, 1.0f}, nany[3];
+        tables[t]->snake(nany, nanx, 3, 1.0f, 1.0f);
+        char name[64];
+        snprintf(name, sizeof name, "snake_%s_vs_double", tables[t]->name);
+        CHECK(name, worst <= 1.0 && isnan(nany[0]) && isnan(nany[1]) && isfinite(nany[2]), "error %.3g x tolerance", worst);
+        snprintf(name, sizeof name, "snake_%s_chunked_in_place", tables[t]->name);
+        CHECK(name, chunk_ok && inplace_ok, "chunked %s, in place %s", chunk_ok ? "ok" : "DIFF", inplace_ok ? "ok" : "DIFF");
+    }
+    /* ops_snake over channels with strides */
+    ops_ctx c;
+    ops_init(&c, 1, 0);
+    float xs[3 * 10], ys[3 * 12], a[3] = {1.0f, 2.0f, 0.5f}, ib[3] = {1.0f, 0.3f, 2.0f};
+    fill(xs, 30, 2.0f);
+    for (int i = 0; i < 36; i++) ys[i] = 5.0f;
+    ops_snake(&c, xs, 10, ys, 12, a, ib, 3, 9);
+    int ok = 1;
+    for (int ch = 0; ch < 3; ch++) {
+        float one[9];
+        c.k->snake(one, xs + ch * 10, 9, a[ch], ib[ch]);
+        ok &= memcmp(one, ys + ch * 12, sizeof one) == 0 && ys[ch * 12 + 9] == 5.0f;
+    }
+    CHECK("ops_snake_channels", ok, "channel strides not honoured");
+    ops_free(&c);
+}
+
+/* ------------------------------------------------------------ NEON build */
+
+static void test_neon_compiles(void) {
+#if defined(__aarch64__)
+    test_skip("neon_cross_compile", "native aarch64 build: the NEON kernels are built and tested above");
+#else
+    if (system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1") != 0) {
+        test_skip("neon_cross_compile", "aarch64-linux-gnu-gcc not installed (apt-get install gcc-aarch64-linux-gnu)");
+        return;
+    }
+    static const char *files[] = {"matmul_neon.c", "ops.c", "ops_dispatch.c", "ops_scalar.c", "quant.c", "conv.c",
+                                  "threadpool.c"};
+    int ok = 1;
+    char cmd[2048];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter "
+                 "-Werror -I%s/../include -I%s/../src -c %s/../src/backend/cpu/%s -o /dev/null",
+                 test_dir(), test_dir(), test_dir(), files[i]);
+        if (system(cmd) != 0) {
+            ok = 0;
+            printf("# failed: %s\n", cmd);
+        }
+    }
+    CHECK("neon_cross_compile", ok, "the aarch64 build of src/backend/cpu has errors or warnings");
+#endif
+}
+
+int main(void) {
+    find_tables();
+    test_matmul_float();
+    test_quantize();
+    test_matmul_quant();
+    test_bf16_dp();
+    test_contract();
+    test_pool();
+    test_dot_axpy();
+    test_conv1d_kernels();
+    test_conv1d_streaming();
+    test_conv_transpose_kernels();
+    test_conv_transpose_streaming();
+    test_snake();
+    test_neon_compiles();
+    return test_finish();
+}
