@@ -1,0 +1,592 @@
+/* qtts-bench run and suite: the speed arm. Parses the list parameters, runs
+ * the cross product of model x weights x threads x chunk x mode over the case
+ * set (for each case: one cold run, then the measured runs, the
+ * configurations interleaved A B A B ...), and hands the records to the
+ * report writers. Dataflow: options -> loaded models -> bench_run_once per
+ * (case, rep, config) -> bench_record[] -> report.c / plot.c. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+/* ---------------------------------------------------------------- weight formats */
+
+/* Names the weights list accepts. The engine's formats are those of
+ * qtts_weight_type in include/qtts.h; add a line here with each new one. */
+static const weight_name weight_names[] = {
+    {"native", QTTS_WEIGHTS_NATIVE},
+    {"bf16", QTTS_WEIGHTS_NATIVE}, /* the released checkpoints store BF16: native */
+};
+
+int bench_parse_weights(const char *name, qtts_weight_type *t, const char **canon) {
+    for (size_t i = 0; i < sizeof weight_names / sizeof weight_names[0]; i++)
+        if (strcmp(name, weight_names[i].name) == 0) {
+            *t = weight_names[i].type;
+            *canon = weight_names[i].name;
+            return 0;
+        }
+    return -1;
+}
+
+const char *bench_weight_names(void) {
+    static char buf[256];
+    size_t l = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof weight_names / sizeof weight_names[0]; i++)
+        l += (size_t)snprintf(buf + l, sizeof buf - l, "%s%s", i ? "," : "", weight_names[i].name);
+    return buf;
+}
+
+/* Every distinct format (aliases dropped): what "-w all" means. */
+static int all_weights(const char **out, int max) {
+    int n = 0;
+    for (size_t i = 0; i < sizeof weight_names / sizeof weight_names[0] && n < max; i++) {
+        int dup = 0;
+        for (size_t j = 0; j < i; j++) dup |= weight_names[j].type == weight_names[i].type;
+        if (!dup) out[n++] = weight_names[i].name;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct bench_opts {
+    const char *models[BENCH_MAX_LIST];
+    int n_models;
+    const char *weights[BENCH_MAX_LIST];
+    int n_weights;
+    int threads[BENCH_MAX_LIST];
+    int n_threads;
+    int first[BENCH_MAX_LIST], chunk[BENCH_MAX_LIST];
+    int n_chunks;
+    qtts_text_mode modes[BENCH_MAX_LIST];
+    const char *mode_names[BENCH_MAX_LIST];
+    int n_modes;
+    const bench_case *cases[64];
+    int n_cases;
+    int frames;       /* > 0 forced, -1 auto, 0 eos */
+    int reps;
+    uint64_t seed;
+    int greedy;
+    const char *out_fmt;
+    const char *out_path;   /* -o file for the chosen format */
+    const char *json_path, *csv_path, *md_path, *plot_path;
+    double bw_mib;
+    int quiet;
+    /* suite */
+    const char *out_dir;
+    const char *asr_cmd;
+    const char *ref_weights;
+} bench_opts;
+
+static char *list_buf[64];
+static int n_list_buf;
+
+/* Split "a,b,c" into items (the strings live until exit). */
+static int split_list(const char *s, const char **out, int max) {
+    char *c = strdup(s);
+    if (!c) return 0;
+    if (n_list_buf < 64) list_buf[n_list_buf++] = c;
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(c, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) out[n++] = t;
+    return n;
+}
+
+static int parse_cases(const char *s, bench_opts *o) {
+    const char *items[64];
+    int n = split_list(s, items, 64);
+    o->n_cases = 0;
+    for (int i = 0; i < n; i++) {
+        int hit = 0;
+        for (int k = 0; k < bench_n_cases; k++) {
+            const bench_case *c = &bench_cases[k];
+            if (strcmp(items[i], "all") == 0 || strcmp(items[i], c->name) == 0 || strcmp(items[i], c->length) == 0 ||
+                strcmp(items[i], c->language) == 0) {
+                int dup = 0;
+                for (int j = 0; j < o->n_cases; j++) dup |= o->cases[j] == c;
+                if (!dup && o->n_cases < 64) o->cases[o->n_cases++] = c;
+                hit = 1;
+            }
+        }
+        if (!hit) {
+            fprintf(stderr, "qtts-bench: unknown case '%s' (names:", items[i]);
+            for (int k = 0; k < bench_n_cases; k++) fprintf(stderr, " %s", bench_cases[k].name);
+            fprintf(stderr, "; or short, medium, long, clone, a language, all)\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int parse_mode(const char *s, qtts_text_mode *m) {
+    if (strcmp(s, "default") == 0) *m = QTTS_TEXT_MODE_DEFAULT;
+    else if (strcmp(s, "streaming") == 0) *m = QTTS_TEXT_MODE_STREAMING;
+    else if (strcmp(s, "non-streaming") == 0) *m = QTTS_TEXT_MODE_NON_STREAMING;
+    else return -1;
+    return 0;
+}
+
+void bench_help(FILE *f) {
+    fprintf(f,
+            "qtts-bench: speed and quality measurements of qtts (method: docs/BENCH.md)\n\n"
+            "qtts-bench [run] -m DIR[,DIR...] [options]\n"
+            "  Lists (comma-separated) are crossed, as llama-bench does:\n"
+            "  -m, --model LIST        checkpoint folders\n"
+            "  -w, --weights LIST      weight formats: %s, or all (default native)\n"
+            "  -t, --threads LIST      compute threads (default: online CPUs)\n"
+            "  -c, --chunk LIST        streaming chunk F/C: first chunk F frames, then C (N = N/N; default 1/4)\n"
+            "      --mode LIST         text mode: default, streaming, non-streaming (default: default)\n"
+            "  Cases and runs:\n"
+            "      --cases LIST        case names, short, medium, long, clone, a language, or all (default all)\n"
+            "      --frames N|auto|eos N frames per case, EOS ignored; auto = the case's typical length\n"
+            "                          (default auto); eos = until the model stops (real checkpoints only)\n"
+            "  -r, --reps N            measured runs after the cold run (default 5; fewer is flagged)\n"
+            "      --seed N            seed (default 1234); --sample to sample instead of greedy decoding\n"
+            "      --bw-mib N          buffer of the bandwidth measurement (default 1024 MiB)\n"
+            "  Output:\n"
+            "  -o md|json|csv          format on standard output (default md)\n"
+            "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
+            "  -q                      no progress on stderr\n\n"
+            "qtts-bench suite -m DIR [--out DIR] [run options] [--asr-cmd 'CMD {wav}']\n"
+            "  Speed runs of every case at every weight format, the quality arm against the native\n"
+            "  path, and report.md, results.json, results.csv, plot.svg in --out (default bench-out).\n\n"
+            "qtts-bench make-model --size 0.6b|1.7b --type custom_voice|base|voice_design [--seed N] DIR\n"
+            "  A synthetic checkpoint with the real geometry, names and dtypes (random weights).\n\n"
+            "qtts-bench quality -m DIR [-w LIST] [--ref native] [--cases LIST] [--frames N] [--asr-cmd 'CMD {wav}']\n"
+            "  Teacher-forced code agreement per codebook, log-mel correlation and waveform SNR against\n"
+            "  the reference path; speaker similarity (Base); WER through the recogniser command.\n\n"
+            "qtts-bench compare A.json B.json [--metric rtf]\n"
+            "  Cases matched pairwise: per-case deltas, median, mean and weighted change, faster/slower.\n\n"
+            "qtts-bench wer REF HYP      normalised WER of two strings\n"
+            "qtts-bench bandwidth [-t LIST] [--bw-mib N]   memory read bandwidth\n",
+            bench_weight_names());
+}
+
+static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
+    memset(o, 0, sizeof o[0]);
+    o->frames = suite ? 24 : -1;
+    o->reps = 5;
+    o->seed = 1234;
+    o->greedy = 1;
+    o->out_fmt = "md";
+    o->bw_mib = 1024;
+    o->ref_weights = "native";
+    o->out_dir = "bench-out";
+    const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default", *cases = "all";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define OPT(s, l) ((strcmp(a, s) == 0 || strcmp(a, l) == 0) && v && (i++, 1))
+        if (OPT("-m", "--model")) models = v;
+        else if (OPT("-w", "--weights")) weights = v;
+        else if (OPT("-t", "--threads")) threads = v;
+        else if (OPT("-c", "--chunk")) chunks = v;
+        else if (OPT("--mode", "--modes")) modes = v;
+        else if (OPT("--cases", "--case")) cases = v;
+        else if (OPT("--frames", "--frames")) {
+            if (strcmp(v, "auto") == 0) o->frames = -1;
+            else if (strcmp(v, "eos") == 0) o->frames = 0;
+            else if ((o->frames = atoi(v)) <= 0) {
+                fprintf(stderr, "qtts-bench: --frames takes N > 0, auto or eos\n");
+                return -1;
+            }
+        } else if (OPT("-r", "--reps")) {
+            o->reps = atoi(v);
+            if (o->reps < 1 || o->reps > BENCH_MAX_RUNS) {
+                fprintf(stderr, "qtts-bench: --reps takes 1..%d\n", BENCH_MAX_RUNS);
+                return -1;
+            }
+        } else if (OPT("--seed", "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--sample") == 0) o->greedy = 0;
+        else if (strcmp(a, "--greedy") == 0) o->greedy = 1;
+        else if (OPT("-o", "--output")) {
+            if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv")) {
+                fprintf(stderr, "qtts-bench: -o takes md, json or csv\n");
+                return -1;
+            }
+            o->out_fmt = v;
+        } else if (OPT("--json", "--json")) o->json_path = v;
+        else if (OPT("--csv", "--csv")) o->csv_path = v;
+        else if (OPT("--md", "--md")) o->md_path = v;
+        else if (OPT("--plot", "--plot")) o->plot_path = v;
+        else if (OPT("--bw-mib", "--bw-mib")) o->bw_mib = atof(v);
+        else if (OPT("--out", "--out-dir")) o->out_dir = v;
+        else if (OPT("--asr-cmd", "--asr-cmd")) o->asr_cmd = v;
+        else if (OPT("--ref", "--ref")) o->ref_weights = v;
+        else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
+        else {
+            fprintf(stderr, "qtts-bench: unknown or incomplete option '%s' (see qtts-bench help)\n", a);
+            return -1;
+        }
+#undef OPT
+    }
+    if (!models) {
+        fprintf(stderr, "qtts-bench: give a model folder with -m DIR (qtts-bench make-model writes one)\n");
+        return -1;
+    }
+    o->n_models = split_list(models, o->models, BENCH_MAX_LIST);
+    if (!weights) weights = suite ? "all" : "native";
+    if (strcmp(weights, "all") == 0) o->n_weights = all_weights(o->weights, BENCH_MAX_LIST);
+    else o->n_weights = split_list(weights, o->weights, BENCH_MAX_LIST);
+    for (int i = 0; i < o->n_weights; i++) {
+        qtts_weight_type t;
+        const char *canon;
+        if (bench_parse_weights(o->weights[i], &t, &canon)) {
+            fprintf(stderr, "qtts-bench: unknown weight format '%s' (this build knows: %s)\n", o->weights[i],
+                    bench_weight_names());
+            return -1;
+        }
+    }
+    if (!threads) {
+        static char nb[16];
+        snprintf(nb, sizeof nb, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+        threads = nb;
+    }
+    const char *items[BENCH_MAX_LIST];
+    int n = split_list(threads, items, BENCH_MAX_LIST);
+    for (int i = 0; i < n; i++) {
+        o->threads[i] = atoi(items[i]);
+        if (o->threads[i] < 1 || o->threads[i] > 256) {
+            fprintf(stderr, "qtts-bench: bad thread count '%s'\n", items[i]);
+            return -1;
+        }
+    }
+    o->n_threads = n;
+    n = split_list(chunks, items, BENCH_MAX_LIST);
+    for (int i = 0; i < n; i++) {
+        int f = 0, c = 0;
+        if (strchr(items[i], '/')) {
+            if (sscanf(items[i], "%d/%d", &f, &c) != 2) f = 0;
+        } else {
+            f = c = atoi(items[i]);
+        }
+        if (f < 1 || c < 1) {
+            fprintf(stderr, "qtts-bench: bad chunk '%s' (F/C or N, frames >= 1)\n", items[i]);
+            return -1;
+        }
+        o->first[i] = f, o->chunk[i] = c;
+    }
+    o->n_chunks = n;
+    n = split_list(modes, o->mode_names, BENCH_MAX_LIST);
+    for (int i = 0; i < n; i++)
+        if (parse_mode(o->mode_names[i], &o->modes[i])) {
+            fprintf(stderr, "qtts-bench: bad mode '%s' (default, streaming, non-streaming)\n", o->mode_names[i]);
+            return -1;
+        }
+    o->n_modes = n;
+    return parse_cases(cases, o);
+}
+
+/* ---------------------------------------------------------------- running */
+
+static int config_synthetic(const char *dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(p, 0, &je);
+    if (!j) return 0;
+    const int s = json_object_get(j, "qtts_synthetic") != NULL;
+    json_decref(j);
+    return s;
+}
+
+static const char *base_name(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    static char buf[8][256];
+    static int k;
+    char *b = buf[k++ & 7];
+    size_t s = n;
+    while (s > 0 && dir[s - 1] != '/') s--;
+    snprintf(b, 256, "%.*s", (int)(n - s), dir + s);
+    return b;
+}
+
+static void log_ignore(qtts_log_level level, const char *msg, void *user) {
+    if (level <= QTTS_LOG_WARN && user == NULL) fprintf(stderr, "  qtts: %s\n", msg);
+}
+
+typedef struct loaded {
+    qtts_model *model;
+    const char *weights;
+    int n_threads;
+    double load_ms;
+    char err[512];
+    qtts_voice *voice_x, *voice_icl;
+    double voice_ms;
+} loaded;
+
+static void make_voices(loaded *L) {
+    qtts_model_info info;
+    qtts_model_get_info(L->model, &info);
+    if (info.type != QTTS_MODEL_BASE) return;
+    float *pcm;
+    size_t n;
+    const char *tr;
+    bench_ref_clip(&pcm, &n, &tr);
+    qtts_voice_params vp = qtts_voice_default_params();
+    vp.xvector_only = 1;
+    char err[256];
+    const double t0 = bench_now_ms();
+    if (qtts_voice_from_pcm(L->model, pcm, n, 24000, &vp, &L->voice_x, err, sizeof err))
+        snprintf(L->err, sizeof L->err, "voice: %s", err);
+    L->voice_ms = bench_now_ms() - t0;
+    vp = qtts_voice_default_params();
+    vp.ref_text = tr;
+    if (!L->err[0] && qtts_voice_from_pcm(L->model, pcm, n, 24000, &vp, &L->voice_icl, err, sizeof err))
+        snprintf(L->err, sizeof L->err, "ICL voice: %s", err);
+    free(pcm);
+}
+
+static void fill_record_model(bench_record *rec, const char *dir, qtts_model *m) {
+    snprintf(rec->model, sizeof rec->model, "%s", dir);
+    snprintf(rec->model_name, sizeof rec->model_name, "%s", base_name(dir));
+    rec->synthetic = config_synthetic(dir);
+    if (!m) return;
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    snprintf(rec->size_name, sizeof rec->size_name, "%s", info.size_name ? info.size_name : "");
+    snprintf(rec->type_name, sizeof rec->type_name, "%s", info.type_name ? info.type_name : "");
+    snprintf(rec->kernels, sizeof rec->kernels, "%s", info.kernels ? info.kernels : "");
+    snprintf(rec->weight_dtype, sizeof rec->weight_dtype, "%s", info.weight_dtype ? info.weight_dtype : "");
+    rec->talker_bytes = info.talker_bytes;
+    rec->predictor_bytes = info.predictor_bytes;
+    rec->codec_bytes = info.codec_bytes;
+    rec->n_params = info.n_params;
+}
+
+static int case_frames(const bench_opts *o, const bench_case *c) {
+    return o->frames < 0 ? c->frames : o->frames;
+}
+
+/* Runs the speed arm into r (records appended). Returns 0, or -1 when no
+ * configuration could run at all. */
+static int run_speed(const bench_opts *o, bench_report *r) {
+    int any_ok = 0;
+    for (int mi = 0; mi < o->n_models; mi++) {
+        const char *dir = o->models[mi];
+        const int nl = o->n_weights * o->n_threads;
+        loaded *L = calloc((size_t)nl, sizeof *L);
+        if (!L) return -1;
+        for (int wi = 0; wi < o->n_weights; wi++)
+            for (int ti = 0; ti < o->n_threads; ti++) {
+                loaded *l = &L[wi * o->n_threads + ti];
+                qtts_model_params mp = qtts_model_default_params();
+                const char *canon = o->weights[wi];
+                bench_parse_weights(o->weights[wi], &mp.weights, &canon);
+                mp.n_threads = o->threads[ti];
+                mp.log = log_ignore;
+                l->weights = canon;
+                l->n_threads = o->threads[ti];
+                if (!o->quiet) fprintf(stderr, "loading %s (%s, %d threads)\n", dir, canon, mp.n_threads);
+                const double t0 = bench_now_ms();
+                qtts_status st = qtts_model_load(&l->model, dir, &mp, l->err, sizeof l->err);
+                l->load_ms = bench_now_ms() - t0;
+                if (st) {
+                    fprintf(stderr, "qtts-bench: %s (%s): %s\n", dir, canon, l->err);
+                    continue;
+                }
+                make_voices(l);
+                if (l->err[0]) fprintf(stderr, "qtts-bench: %s: %s\n", dir, l->err);
+            }
+        /* configurations: loaded model x chunk x mode */
+        const int nc = nl * o->n_chunks * o->n_modes;
+        bench_config *cfg = calloc((size_t)nc, sizeof *cfg);
+        int *cfg_model = calloc((size_t)nc, sizeof(int));
+        if (!cfg || !cfg_model) {
+            free(cfg), free(cfg_model), free(L);
+            return -1;
+        }
+        int k = 0;
+        for (int li = 0; li < nl; li++)
+            for (int ci = 0; ci < o->n_chunks; ci++)
+                for (int di = 0; di < o->n_modes; di++, k++) {
+                    cfg[k] = (bench_config){dir, 0, L[li].weights, L[li].n_threads, o->first[ci], o->chunk[ci],
+                                            o->modes[di], o->mode_names[di]};
+                    cfg_model[k] = li;
+                }
+        int total_runs = 0, done = 0;
+        for (int ci = 0; ci < o->n_cases; ci++) total_runs += nc * (o->reps + 1);
+        for (int ci = 0; ci < o->n_cases; ci++) {
+            const bench_case *c = o->cases[ci];
+            /* one record per configuration for this case */
+            bench_record *recs = realloc(r->rec, sizeof *r->rec * (size_t)(r->n_rec + nc));
+            if (!recs) break;
+            r->rec = recs;
+            bench_record *R = r->rec + r->n_rec;
+            r->n_rec += nc;
+            for (int j = 0; j < nc; j++) {
+                bench_record *rec = &R[j];
+                memset(rec, 0, sizeof *rec);
+                loaded *l = &L[cfg_model[j]];
+                fill_record_model(rec, dir, l->model);
+                snprintf(rec->weights, sizeof rec->weights, "%s", cfg[j].weights_name);
+                rec->n_threads = cfg[j].n_threads;
+                rec->first_chunk = cfg[j].first_chunk;
+                rec->chunk = cfg[j].chunk;
+                snprintf(rec->mode, sizeof rec->mode, "%s", cfg[j].mode_name);
+                snprintf(rec->case_name, sizeof rec->case_name, "%s", c->name);
+                snprintf(rec->length, sizeof rec->length, "%s", c->length);
+                snprintf(rec->language, sizeof rec->language, "%s", c->language);
+                rec->text_chars = (int)strlen(c->text);
+                rec->frames_forced = case_frames(o, c);
+                rec->load_ms = l->load_ms;
+                rec->voice_ms = l->voice_ms;
+                rec->bw_gbps = report_bw_for(r, cfg[j].n_threads);
+                if (!l->model) snprintf(rec->error, sizeof rec->error, "load failed: %.200s", l->err);
+                else if (l->err[0]) snprintf(rec->error, sizeof rec->error, "%.240s", l->err);
+                else if (c->clone && strcmp(rec->type_name, "base") != 0)
+                    snprintf(rec->error, sizeof rec->error, "skipped: the clone case needs a Base model");
+            }
+            for (int rep = 0; rep <= o->reps; rep++) {
+                for (int j = 0; j < nc; j++, done++) {
+                    bench_record *rec = &R[j];
+                    loaded *l = &L[cfg_model[j]];
+                    if (rec->error[0]) continue;
+                    run_request rq;
+                    memset(&rq, 0, sizeof rq);
+                    rq.c = c;
+                    rq.frames = rec->frames_forced;
+                    rq.seed = o->seed;
+                    rq.greedy = o->greedy;
+                    rq.voice = c->clone ? l->voice_icl : l->voice_x;
+                    run_output out;
+                    bench_run_once(l->model, &cfg[j], &rq, rec->bw_gbps, &out);
+                    if (out.m.status) {
+                        snprintf(rec->error, sizeof rec->error, "%.240s", out.err);
+                        fprintf(stderr, "qtts-bench: %s %s: %s\n", rec->model_name, c->name, out.err);
+                    } else if (rep == 0) {
+                        rec->cold = out.m;
+                    } else {
+                        rec->runs[rec->n_runs++] = out.m;
+                        any_ok = 1;
+                    }
+                    if (!o->quiet)
+                        fprintf(stderr, "[%d/%d] %s %s %s t%d %d/%d %s %s: RTF %.3f, %d frames\n", done + 1,
+                                total_runs, rec->model_name, c->name, rec->weights, rec->n_threads, rec->first_chunk,
+                                rec->chunk, rec->mode, rep == 0 ? "cold" : "run", out.m.rtf, (int)out.m.n_frames);
+                    run_output_free(&out);
+                }
+            }
+        }
+        for (int li = 0; li < nl; li++) {
+            qtts_voice_free(L[li].voice_x);
+            qtts_voice_free(L[li].voice_icl);
+            qtts_model_free(L[li].model);
+        }
+        free(L);
+        free(cfg);
+        free(cfg_model);
+    }
+    return any_ok ? 0 : -1;
+}
+
+static void measure_bw(const bench_opts *o, bench_report *r) {
+    r->bw_buffer_mib = o->bw_mib;
+    for (int i = 0; i < o->n_threads && r->n_bw < BENCH_MAX_LIST; i++) {
+        int dup = 0;
+        for (int j = 0; j < r->n_bw; j++) dup |= r->bw_threads[j] == o->threads[i];
+        if (dup) continue;
+        if (!o->quiet) fprintf(stderr, "measuring read bandwidth (%d threads, %.0f MiB)...\n", o->threads[i], o->bw_mib);
+        r->bw_threads[r->n_bw] = o->threads[i];
+        r->bw_gbps[r->n_bw] = measure_read_bandwidth((size_t)(o->bw_mib * 1048576.0), o->threads[i], 5);
+        r->n_bw++;
+    }
+}
+
+static void report_init(const bench_opts *o, bench_report *r) {
+    memset(r, 0, sizeof *r);
+    sys_collect(&r->sys);
+    r->frames_mode = o->frames;
+    r->reps = o->reps;
+    r->seed = o->seed;
+    r->greedy = o->greedy;
+}
+
+static int write_outputs(const bench_opts *o, const bench_report *r) {
+    int rc = 0;
+    if (o->json_path) rc |= report_write_file(r, "json", o->json_path);
+    if (o->csv_path) rc |= report_write_file(r, "csv", o->csv_path);
+    if (o->md_path) rc |= report_write_file(r, "md", o->md_path);
+    if (o->plot_path) rc |= plot_write_svg(r, o->plot_path);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    bench_opts o;
+    if (parse_opts(argc, argv, &o, 0)) return 2;
+    bench_report r;
+    report_init(&o, &r);
+    const double t0 = bench_now_ms();
+    measure_bw(&o, &r);
+    const int rc = run_speed(&o, &r);
+    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    report_write(&r, o.out_fmt, stdout);
+    const int wrc = write_outputs(&o, &r);
+    report_free(&r);
+    return rc || wrc ? 1 : 0;
+}
+
+int cmd_suite(int argc, char **argv) {
+    bench_opts o;
+    if (parse_opts(argc, argv, &o, 1)) return 2;
+    if (mkdir(o.out_dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "qtts-bench: cannot create %s\n", o.out_dir);
+        return 1;
+    }
+    bench_report r;
+    report_init(&o, &r);
+    const double t0 = bench_now_ms();
+    measure_bw(&o, &r);
+    int rc = run_speed(&o, &r);
+    /* quality arm: every other weight format against the reference path */
+    const char *const *test_w = o.weights;
+    const int nt = o.n_weights;
+    char wav_dir[4096];
+    snprintf(wav_dir, sizeof wav_dir, "%s/wav", o.out_dir);
+    mkdir(wav_dir, 0755);
+    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 24, o.threads[o.n_threads - 1],
+                          o.seed, wav_dir};
+    for (int mi = 0; mi < o.n_models; mi++) {
+        if (!o.quiet) fprintf(stderr, "quality arm: %s\n", o.models[mi]);
+        if (quality_run(o.models[mi], test_w, nt, o.cases, o.n_cases, &qo, &r)) rc = -1;
+    }
+    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    char p[4096];
+    int wrc = 0;
+    snprintf(p, sizeof p, "%s/report.md", o.out_dir);
+    wrc |= report_write_file(&r, "md", p);
+    snprintf(p, sizeof p, "%s/results.json", o.out_dir);
+    wrc |= report_write_file(&r, "json", p);
+    snprintf(p, sizeof p, "%s/results.csv", o.out_dir);
+    wrc |= report_write_file(&r, "csv", p);
+    snprintf(p, sizeof p, "%s/plot.svg", o.out_dir);
+    wrc |= plot_write_svg(&r, p);
+    wrc |= write_outputs(&o, &r);
+    report_write(&r, o.out_fmt, stdout);
+    if (!o.quiet) fprintf(stderr, "suite finished in %.1f s; files in %s/\n", r.total_s, o.out_dir);
+    report_free(&r);
+    return rc || wrc ? 1 : 0;
+}
+
+int cmd_quality(int argc, char **argv) {
+    bench_opts o;
+    if (parse_opts(argc, argv, &o, 1)) return 2;
+    bench_report r;
+    report_init(&o, &r);
+    const double t0 = bench_now_ms();
+    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 24, o.threads[o.n_threads - 1],
+                          o.seed, NULL};
+    int rc = 0;
+    for (int mi = 0; mi < o.n_models; mi++)
+        if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;
+    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    report_write(&r, o.out_fmt, stdout);
+    if (write_outputs(&o, &r)) rc = 1;
+    report_free(&r);
+    return rc;
+}

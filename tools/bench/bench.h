@@ -1,0 +1,330 @@
+/* qtts-bench: shared declarations of the benchmark tool (the .c files of tools/bench/).
+ * The tool is a client of the public header only (include/qtts.h); make-model
+ * writes checkpoint files itself. docs/BENCH.md describes the method and
+ * ../shared/BENCHMARKING.md is the method it implements. */
+#ifndef QTTS_BENCH_H
+#define QTTS_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "qtts.h"
+
+#define BENCH_VERSION "1"
+#define BENCH_MAX_LIST 16
+
+/* ---------------------------------------------------------------- make_model.c */
+
+typedef struct mm_options {
+    const char *size;          /* "0.6b", "1.7b", or "tiny" (tests: small geometry, same names) */
+    const char *type;          /* "custom_voice", "base", "voice_design" */
+    uint64_t seed;             /* weights are a pure function of (size, type, seed) */
+    const char *tokenizer_dir; /* folder with vocab.json, merges.txt, tokenizer_config.json;
+                                  NULL = search tests/golden/data/e2e_string near cwd and binary */
+    int quiet;                 /* 1 = no progress on stderr */
+} mm_options;
+
+/* Writes a complete synthetic checkpoint folder to dir (created if missing).
+ * Returns 0 or -1 with a message in err. */
+int mm_make_model(const char *dir, const mm_options *o, char *err, size_t err_size);
+
+/* Size names accepted by --size, for usage text. */
+extern const char *const mm_size_names[];
+
+/* ---------------------------------------------------------------- stw_writer.c */
+
+/* Streaming safetensors writer: declare every tensor, then write the data of
+ * each in the declared order; the header is written before the first byte of
+ * data so memory stays O(buffer) whatever the file size. */
+typedef enum st_dtype { ST_F32 = 0, ST_BF16 = 1 } st_dtype;
+
+typedef struct stw_writer stw_writer;
+
+stw_writer *stw_open(const char *path, char *err, size_t err_size);
+/* Declare a tensor (name copied). Returns its index or -1. */
+int stw_declare(stw_writer *w, const char *name, st_dtype dt, int n_dims, const int64_t *shape);
+/* Add a "__metadata__" string entry (both copied). */
+int stw_metadata(stw_writer *w, const char *key, const char *value);
+/* Write n float values of the current tensor (converted to its dtype);
+ * tensors are filled in declaration order. */
+int stw_write_f32(stw_writer *w, const float *v, size_t n);
+/* Finish (checks every tensor was filled) and free; returns 0 or -1. */
+int stw_close(stw_writer *w, char *err, size_t err_size);
+uint16_t stw_f32_to_bf16(float f);
+
+/* ---------------------------------------------------------------- stats.c */
+
+typedef struct bench_summary {
+    double median, p95, min, max, mean;
+    int n;
+} bench_summary;
+
+/* Summary of n values (NaN entries skipped). p95 by linear interpolation
+ * between order statistics (the "type 7" estimator of R and numpy). */
+bench_summary bench_summarize(const double *v, int n);
+double bench_percentile(const double *sorted, int n, double p);
+
+/* ---------------------------------------------------------------- sysinfo.c */
+
+typedef struct sys_info {
+    char cpu_model[128];
+    int n_cpus;              /* online CPUs */
+    char kernel[128];
+    char compiler[128];      /* __VERSION__ of the bench build */
+    char cflags[512];        /* compile flags of the library, as recorded in the binary */
+    char commit[64];         /* source commit (git describe --always --dirty) */
+    char date[32];           /* UTC, ISO 8601 */
+    char hostname[64];
+    double mem_total_gb;
+} sys_info;
+
+void sys_collect(sys_info *s);
+
+/* MHz sampler: a thread reading /proc/cpuinfo every period_ms between start
+ * and stop; mean/min/max over all CPUs and samples. */
+typedef struct mhz_sampler mhz_sampler;
+mhz_sampler *mhz_start(int period_ms);
+void mhz_stop(mhz_sampler *m, double *mean, double *min, double *max); /* frees m */
+
+/* Peak resident set size: reset the high-water mark (Linux clear_refs 5;
+ * returns 0 when supported) and read it in MiB (VmHWM). */
+int rss_reset_peak(void);
+double rss_peak_mib(void);
+double rss_now_mib(void);
+
+/* Read bandwidth in GB/s (1e9 bytes/s) over a buffer of buf_bytes read by
+ * n_threads threads; best of reps passes. */
+double measure_read_bandwidth(size_t buf_bytes, int n_threads, int reps);
+
+double bench_now_ms(void);
+
+/* ---------------------------------------------------------------- wer.c */
+
+/* Text normalisation for word error rate (docs/BENCH.md "WER"):
+ * NFKC + case fold, numbers to English words, punctuation removed, CJK
+ * characters as single tokens. Returns a malloc'ed string of tokens
+ * separated by single spaces. */
+char *wer_normalize(const char *text);
+/* Word error rate of hyp against ref after normalisation:
+ * (S + D + I) / N (N = reference words). Counts returned when not NULL.
+ * An empty reference gives 0 for an empty hypothesis, else 1. */
+double wer_compute(const char *ref, const char *hyp, int *n_ref, int *n_err);
+/* English words for a non-negative integer written in digits (up to 18
+ * digits; longer strings are read digit by digit). Writes to out. */
+void wer_number_words(const char *digits, size_t n, char *out, size_t out_size);
+
+/* ---------------------------------------------------------------- cases.c */
+
+typedef struct bench_case {
+    const char *name;      /* "short_en", ... */
+    const char *length;    /* "short", "medium", "long", "clone" */
+    const char *language;  /* qtts language name */
+    const char *text;
+    int frames;            /* frames used when --frames auto: a typical speaking rate */
+    int clone;             /* 1 = ICL clone with the fixed reference clip (Base models) */
+} bench_case;
+
+extern const bench_case bench_cases[];
+extern const int bench_n_cases;
+/* Fixed reference clip: 3 s of a deterministic voiced signal at 24 kHz with
+ * its transcript. *pcm is malloc'ed. */
+void bench_ref_clip(float **pcm, size_t *n, const char **transcript);
+
+/* ---------------------------------------------------------------- run.c */
+
+#define RUN_MAX_CHUNKS 4096
+
+typedef struct run_metrics {
+    /* every figure is a double so that reports and compare can walk them
+     * through bench_metrics[] */
+    double wall_ms;          /* qtts_synthesize call */
+    double audio_s;          /* samples / 24000 */
+    double rtf, rtfx;
+    double ttfa_ms;          /* our clock: call start to first non-empty chunk */
+    double cadence_ms;       /* median gap between chunks after the first */
+    double cadence_max_ms;
+    double underruns;        /* gaps longer than the audio of the chunk before */
+    double viability;        /* share of chunks delivered before the player needs them */
+    double n_chunks;
+    double n_frames;
+    double prefill_ms, talker_ms_f, predictor_ms_f, decode_ms_f, decode_ms;
+    double peak_rss_mib;
+    double gbps;             /* (talker + predictor bytes) per frame / LM time per frame */
+    double roofline;         /* gbps / measured read bandwidth */
+    double mhz_mean, mhz_min, mhz_max;
+    int status;              /* qtts_status of the call */
+} run_metrics;
+
+typedef struct bench_config {
+    const char *model_dir;
+    qtts_weight_type weights;
+    const char *weights_name;
+    int n_threads;
+    int first_chunk, chunk;   /* frames */
+    qtts_text_mode mode;
+    const char *mode_name;
+} bench_config;
+
+typedef struct run_request {
+    const bench_case *c;
+    int frames;               /* forced frames (> 0) or 0 = until EOS */
+    uint64_t seed;
+    int greedy;
+    const qtts_voice *voice;  /* Base models */
+    const int32_t *teacher;   /* teacher codes or NULL */
+    int n_teacher;
+    int keep_audio;           /* return pcm */
+    int keep_codes;           /* return codes */
+} run_request;
+
+typedef struct run_output {
+    run_metrics m;
+    float *pcm;               /* when keep_audio */
+    size_t n_pcm;
+    int32_t *codes;           /* when keep_codes: [n_codes_frames][16] */
+    int n_codes_frames;
+    qtts_stats stats;
+    char err[256];
+} run_output;
+
+/* One synthesis with timing; bw_gbps is the measured read bandwidth. */
+int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request *rq, double bw_gbps,
+                   run_output *out);
+void run_output_free(run_output *o);
+/* Fill gen params for a case on this model (speaker/instruct/voice). */
+void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp);
+
+typedef struct metric_desc {
+    const char *key;      /* JSON / CSV name */
+    const char *label;    /* table header */
+    size_t offset;        /* into run_metrics */
+    int lower_is_better;  /* 1, 0, or -1 = neither (informational) */
+    const char *fmt;      /* printf format of one value */
+} metric_desc;
+extern const metric_desc bench_metrics[];
+extern const int bench_n_metrics;
+const metric_desc *bench_metric(const char *key);
+double metric_get(const run_metrics *m, const metric_desc *d);
+
+#define BENCH_MAX_RUNS 64
+
+typedef struct bench_record {
+    char model[512];          /* folder */
+    char model_name[128];     /* its last path component */
+    char size_name[16], type_name[16], kernels[32], weight_dtype[16];
+    int synthetic;            /* config.json has "qtts_synthetic" */
+    int64_t talker_bytes, predictor_bytes, codec_bytes, n_params;
+    char weights[16];         /* weight format name asked for */
+    int n_threads, first_chunk, chunk;
+    char mode[16];            /* text mode name */
+    char case_name[32], length[16], language[16];
+    int text_chars;
+    int frames_forced;        /* > 0: frames forced, EOS ignored; 0: until EOS */
+    double load_ms, voice_ms, bw_gbps;
+    run_metrics cold;         /* first run of this case on this configuration */
+    run_metrics runs[BENCH_MAX_RUNS];
+    int n_runs;
+    char error[256];          /* non-empty: the configuration failed */
+} bench_record;
+
+typedef struct quality_record {
+    char model_name[128], size_name[16], type_name[16];
+    char weights[16], ref_weights[16];
+    char case_name[32], language[16];
+    int frames;
+    int n_groups;
+    int teacher_frames;
+    double agree[16];         /* teacher-forced agreement per codebook, 0..1 */
+    double agree_mean;
+    double mel_corr;          /* log-mel correlation, free runs, test vs reference */
+    double snr_db;            /* waveform SNR of test against reference */
+    double spk_sim_ref;       /* cosine(speaker emb of reference-dtype output, ref clip); NaN if n/a */
+    double spk_sim_test;      /* the same for the tested dtype */
+    double wer_ref, wer_test; /* NaN without --asr-cmd */
+    char hyp_ref[256], hyp_test[256];
+    char error[256];
+} quality_record;
+
+typedef struct bench_report {
+    sys_info sys;
+    int bw_threads[BENCH_MAX_LIST];
+    double bw_gbps[BENCH_MAX_LIST];
+    int n_bw;
+    double bw_buffer_mib;
+    int frames_mode;          /* > 0 forced N, -1 auto (per-case typical length), 0 until EOS */
+    int reps;
+    uint64_t seed;
+    int greedy;
+    bench_record *rec;
+    int n_rec;
+    quality_record *q;
+    int n_q;
+    double total_s;
+} bench_report;
+
+void report_free(bench_report *r);
+/* Writers (report.c). fmt: "md", "json", "csv". Return 0 or -1. */
+int report_write(const bench_report *r, const char *fmt, FILE *f);
+int report_write_file(const bench_report *r, const char *fmt, const char *path);
+/* Reads a JSON report written by report_write (compare). */
+int report_read_json(const char *path, bench_report *r, char *err, size_t err_size);
+/* Summary of one metric over the measured runs of a record. */
+bench_summary record_summary(const bench_record *rec, const metric_desc *d);
+/* Bandwidth for a thread count (the nearest measured count). */
+double report_bw_for(const bench_report *r, int n_threads);
+
+/* plot.c: SVG of RTF per case and the per-phase split. Returns 0 or -1. */
+int plot_write_svg(const bench_report *r, const char *path);
+
+/* compare.c: matched-pair comparison of two reports on one metric. */
+int compare_reports(const bench_report *a, const bench_report *b, const char *metric, FILE *out);
+
+/* quality.c */
+typedef struct quality_options {
+    const char *ref_weights;   /* the reference path ("native") */
+    const char *asr_cmd;       /* "CMD {wav}" or NULL */
+    int frames;                /* forced frames per case */
+    int n_threads;
+    uint64_t seed;
+    const char *wav_dir;       /* keep WAVs here (NULL = temporary) */
+} quality_options;
+int quality_run(const char *model_dir, const char *const *weights, int n_weights, const bench_case *const *cases,
+                int n_cases, const quality_options *o, bench_report *r);
+/* Log-mel spectrogram (80 bands, 1024-point FFT, hop 256) correlation of two
+ * waveforms over their common length; waveform SNR in dB of test against ref. */
+double quality_logmel_corr(const float *a, const float *b, size_t n);
+double quality_snr_db(const float *ref, const float *test, size_t n);
+double quality_cosine(const float *a, const float *b, int n);
+/* Speaker embedding of 24 kHz audio through the Base model's speaker encoder
+ * (qtts_voice_from_pcm + the documented voice file layout). Returns the
+ * length or -1. emb must hold max floats. */
+int quality_speaker_embedding(qtts_model *model, const float *pcm, size_t n, float *emb, int max, char *err,
+                              size_t err_size);
+/* Runs the recogniser: cmd with {wav} replaced by the path; the transcript is
+ * its standard output (whitespace collapsed). Returns malloc'ed text or NULL. */
+char *asr_transcribe(const char *cmd, const char *wav, char *err, size_t err_size);
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef struct weight_name {
+    const char *name;
+    qtts_weight_type type;
+} weight_name;
+/* Parse a weight-format name ("native", "bf16", ...). Returns 0 or -1. */
+int bench_parse_weights(const char *name, qtts_weight_type *t, const char **canon);
+/* Comma list of every weight format this build knows. */
+const char *bench_weight_names(void);
+
+/* ---------------------------------------------------------------- commands
+ * Each returns the process exit status: 0 ok, 1 failure, 2 usage. */
+int cmd_make_model(int argc, char **argv); /* make_model.c */
+int cmd_run(int argc, char **argv);        /* bench.c */
+int cmd_suite(int argc, char **argv);      /* bench.c */
+int cmd_compare(int argc, char **argv);    /* compare.c */
+int cmd_quality(int argc, char **argv);    /* quality.c */
+int cmd_wer(int argc, char **argv);        /* wer.c */
+int cmd_bandwidth(int argc, char **argv);  /* sysinfo.c */
+void bench_help(FILE *f);                  /* bench.c */
+
+#endif
