@@ -1,0 +1,326 @@
+/* Load generator (see loadgen.h). Per concurrency level C: C client threads
+ * send R identical streamed requests (pcm, same seed, so every request does
+ * the same work) and time each: TTFA = request sent -> first body byte (the
+ * first PCM), RTF = request seconds / audio seconds. The server's /metrics
+ * before and after give the frames generated and the engine's step and
+ * decode seconds, hence generation throughput (audio seconds of frames per
+ * second of batched stepping, decode excluded). Definitions follow
+ * docs/BENCHMARKING.md; the report prints them. */
+#include "loadgen.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "client.h"
+#include "metrics.h"
+
+typedef struct lg_opts {
+    char host[256];
+    int port;
+    int levels[16], n_levels;
+    int requests;
+    int warmup;
+    const char *text, *voice, *instructions, *language, *api_key, *format;
+    int chunk_frames, first_chunk_frames, max_new_tokens, force_frames;
+    long long seed;
+    int timeout_ms;
+} lg_opts;
+
+typedef struct result {
+    int ok;
+    int status;
+    double ttfa_s, total_s, audio_s;
+} result;
+
+typedef struct level_run {
+    const lg_opts *o;
+    const char *body;
+    atomic_int next;
+    int n;
+    result *res;
+} level_run;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void one_request(const lg_opts *o, const char *body, result *r) {
+    char headers[1024] = "Content-Type: application/json\r\n";
+    if (o->api_key) snprintf(headers + strlen(headers), sizeof headers - strlen(headers), "Authorization: Bearer %s\r\n", o->api_key);
+    char err[256];
+    const double t0 = now_s();
+    memset(r, 0, sizeof *r);
+    r->ttfa_s = -1;
+    http_conn *c = hc_open(o->host, o->port, "POST", "/v1/audio/speech", headers, body, strlen(body), o->timeout_ms, err,
+                           sizeof err);
+    if (!c) return;
+    r->status = hc_status(c);
+    char buf[65536];
+    size_t bytes = 0;
+    long k;
+    while ((k = hc_read(c, buf, sizeof buf)) > 0) {
+        if (r->ttfa_s < 0) r->ttfa_s = now_s() - t0;
+        bytes += (size_t)k;
+    }
+    r->total_s = now_s() - t0;
+    r->ok = k == 0 && r->status == 200 && bytes > 0;
+    r->audio_s = bytes / 2.0 / 24000.0; /* pcm: s16 mono 24 kHz */
+    hc_close(c);
+}
+
+static void *worker(void *arg) {
+    level_run *lr = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&lr->next, 1);
+        if (i >= lr->n) return NULL;
+        one_request(lr->o, lr->body, &lr->res[i]);
+    }
+}
+
+static char *get_metrics(const lg_opts *o) {
+    http_result r;
+    char headers[512] = "";
+    if (hc_request(o->host, o->port, "GET", "/metrics", headers, NULL, 0, o->timeout_ms, &r) || r.status != 200) {
+        http_result_free(&r);
+        return NULL;
+    }
+    char *b = r.body;
+    r.body = NULL;
+    http_result_free(&r);
+    return b;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* nearest-rank percentile of n sorted values */
+static double pct(const double *v, int n, double p) {
+    if (n <= 0) return NAN;
+    int k = (int)ceil(p / 100.0 * n) - 1;
+    if (k < 0) k = 0;
+    if (k >= n) k = n - 1;
+    return v[k];
+}
+
+static void usage(void) {
+    printf("usage: qtts-server --loadgen [--url http://127.0.0.1:8000] [--concurrency 1,2,4,8] [--requests N]\n"
+           "                  [--warmup N] [--text STR] [--voice NAME] [--instructions STR] [--language L]\n"
+           "                  [--seed N] [--chunk-frames N] [--first-chunk-frames N] [--max-new-tokens N]\n"
+           "                  [--frames N (exactly N frames per request, end of speech ignored)]\n"
+           "                  [--api-key KEY] [--timeout-s S]\n"
+           "Sends R = max(N, C) streamed pcm requests at each concurrency C (default N = 8) and prints a\n"
+           "markdown table: TTFA and RTF per request (median, p95), aggregate audio s / wall s, and the\n"
+           "server's generation throughput from /metrics.\n");
+}
+
+static char *make_body(const lg_opts *o) {
+    json_t *b = json_object();
+    json_object_set_new(b, "model", json_string("qtts"));
+    json_object_set_new(b, "input", json_string(o->text));
+    if (o->voice) json_object_set_new(b, "voice", json_string(o->voice));
+    if (o->instructions) json_object_set_new(b, "instructions", json_string(o->instructions));
+    if (o->language) json_object_set_new(b, "language", json_string(o->language));
+    json_object_set_new(b, "response_format", json_string("pcm"));
+    json_object_set_new(b, "stream_format", json_string("audio"));
+    json_object_set_new(b, "seed", json_integer(o->seed));
+    if (o->chunk_frames) json_object_set_new(b, "chunk_frames", json_integer(o->chunk_frames));
+    if (o->first_chunk_frames) json_object_set_new(b, "first_chunk_frames", json_integer(o->first_chunk_frames));
+    if (o->max_new_tokens) json_object_set_new(b, "max_new_tokens", json_integer(o->max_new_tokens));
+    if (o->force_frames) json_object_set_new(b, "force_frames", json_integer(o->force_frames));
+    char *s = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    return s;
+}
+
+/* The first preset speaker the server lists, for CustomVoice servers. */
+static void pick_voice(lg_opts *o, char *buf, size_t n) {
+    if (o->voice || o->instructions) return;
+    http_result r;
+    if (!hc_request(o->host, o->port, "GET", "/v1/audio/voices", NULL, NULL, 0, o->timeout_ms, &r) && r.status == 200) {
+        json_t *j = json_loads(r.body, 0, NULL);
+        json_t *d = json_object_get(j, "data");
+        const char *type = json_string_value(json_object_get(j, "model_type"));
+        if (type && !strcmp(type, "voice_design")) o->instructions = "A calm, clear voice.";
+        else if (json_array_size(d) > 0) {
+            snprintf(buf, n, "%s", json_string_value(json_object_get(json_array_get(d, 0), "id")));
+            o->voice = buf;
+        }
+        json_decref(j);
+    }
+    http_result_free(&r);
+}
+
+int loadgen_main(int argc, char **argv) {
+    lg_opts o;
+    memset(&o, 0, sizeof o);
+    snprintf(o.host, sizeof o.host, "127.0.0.1");
+    o.port = 8000;
+    int def_levels[] = {1, 2, 4, 8};
+    memcpy(o.levels, def_levels, sizeof def_levels);
+    o.n_levels = 4;
+    o.requests = 8;
+    o.warmup = 1;
+    o.text = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
+    o.seed = 42;
+    o.timeout_ms = 600000;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--loadgen")) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "qtts-server --loadgen: %s needs a value (or is unknown)\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--url")) {
+            const char *p = strncmp(v, "http://", 7) ? v : v + 7;
+            const char *colon = strrchr(p, ':');
+            size_t hl = colon ? (size_t)(colon - p) : strcspn(p, "/");
+            if (hl >= sizeof o.host) hl = sizeof o.host - 1;
+            memcpy(o.host, p, hl);
+            o.host[hl] = 0;
+            o.port = colon ? atoi(colon + 1) : 80;
+        } else if (!strcmp(a, "--concurrency")) {
+            o.n_levels = 0;
+            for (const char *p = v; *p && o.n_levels < 16;) {
+                int c = atoi(p);
+                if (c < 1 || c > 256) {
+                    fprintf(stderr, "qtts-server --loadgen: bad --concurrency %s\n", v);
+                    return 2;
+                }
+                o.levels[o.n_levels++] = c;
+                p += strcspn(p, ",");
+                if (*p == ',') p++;
+            }
+        } else if (!strcmp(a, "--requests")) o.requests = atoi(v);
+        else if (!strcmp(a, "--warmup")) o.warmup = atoi(v);
+        else if (!strcmp(a, "--text")) o.text = v;
+        else if (!strcmp(a, "--voice")) o.voice = v;
+        else if (!strcmp(a, "--instructions")) o.instructions = v;
+        else if (!strcmp(a, "--language")) o.language = v;
+        else if (!strcmp(a, "--seed")) o.seed = atoll(v);
+        else if (!strcmp(a, "--chunk-frames")) o.chunk_frames = atoi(v);
+        else if (!strcmp(a, "--first-chunk-frames")) o.first_chunk_frames = atoi(v);
+        else if (!strcmp(a, "--max-new-tokens")) o.max_new_tokens = atoi(v);
+        else if (!strcmp(a, "--frames")) o.force_frames = atoi(v);
+        else if (!strcmp(a, "--api-key")) o.api_key = v;
+        else if (!strcmp(a, "--timeout-s")) o.timeout_ms = atoi(v) * 1000;
+        else {
+            fprintf(stderr, "qtts-server --loadgen: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (o.requests < 1) o.requests = 1;
+    char vbuf[128];
+    pick_voice(&o, vbuf, sizeof vbuf);
+    char *body = make_body(&o);
+    if (!body) return 1;
+    char *m0 = get_metrics(&o);
+    if (!m0) {
+        fprintf(stderr, "qtts-server --loadgen: no /metrics from %s:%d: is the server running?\n", o.host, o.port);
+        free(body);
+        return 1;
+    }
+    free(m0);
+    printf("# qtts-server load test: %s:%d, %s%s, seed %lld, pcm streamed, chunk %d frames after a first of %d\n", o.host,
+           o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
+           o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
+    printf("# text: %s\n", o.text);
+    if (o.force_frames) printf("# every request generates exactly %d frames (%.2f s; end of speech ignored)\n", o.force_frames, o.force_frames * 0.08);
+    for (int i = 0; i < o.warmup; i++) {
+        result r;
+        one_request(&o, body, &r);
+        printf("# cold request %d: status %d, TTFA %.3f s, %.2f s audio in %.3f s (RTF %.3f)\n", i + 1, r.status,
+               r.ttfa_s, r.audio_s, r.total_s, r.audio_s > 0 ? r.total_s / r.audio_s : NAN);
+    }
+    printf("\n| concurrency | requests | ok | TTFA median s | TTFA p95 s | RTF median | RTF p95 | audio s / wall s |"
+           " gen audio s / step s | mean batch | step ms | decode ms / frame |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    int rc = 0;
+    double base_e2e = 0, base_gen = 0, base_ttfa = 0;
+    double e2e_at[16], gen_at[16], ttfa_at[16];
+    for (int li = 0; li < o.n_levels; li++) {
+        const int C = o.levels[li];
+        const int R = o.requests > C ? o.requests : C;
+        level_run lr;
+        lr.o = &o;
+        lr.body = body;
+        atomic_init(&lr.next, 0);
+        lr.n = R;
+        lr.res = calloc((size_t)R, sizeof(result));
+        pthread_t th[256];
+        char *ma = get_metrics(&o);
+        const double t0 = now_s();
+        int nt = 0;
+        for (int t = 0; t < C; t++)
+            if (!pthread_create(&th[nt], NULL, worker, &lr)) nt++;
+        for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+        const double wall = now_s() - t0;
+        char *mb = get_metrics(&o);
+        double *ttfa = calloc((size_t)R, sizeof(double)), *rtf = calloc((size_t)R, sizeof(double));
+        int ok = 0;
+        double audio = 0;
+        for (int i = 0; i < R; i++) {
+            if (!lr.res[i].ok) continue;
+            ttfa[ok] = lr.res[i].ttfa_s;
+            rtf[ok] = lr.res[i].total_s / lr.res[i].audio_s;
+            audio += lr.res[i].audio_s;
+            ok++;
+        }
+        qsort(ttfa, (size_t)ok, sizeof(double), cmp_d);
+        qsort(rtf, (size_t)ok, sizeof(double), cmp_d);
+        const double frames = metrics_value(mb, "qtts_frames_generated_total") - metrics_value(ma, "qtts_frames_generated_total");
+        const double steps = metrics_value(mb, "qtts_engine_steps_total") - metrics_value(ma, "qtts_engine_steps_total");
+        const double step_s =
+            metrics_value(mb, "qtts_engine_step_seconds_total") - metrics_value(ma, "qtts_engine_step_seconds_total");
+        const double dec_s = metrics_value(mb, "qtts_engine_decode_seconds_total") -
+                             metrics_value(ma, "qtts_engine_decode_seconds_total");
+        const double e2e = audio / wall, gen = step_s > 0 ? frames * 0.08 / step_s : NAN;
+        printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.1f | %.2f |\n", C, R, ok,
+               pct(ttfa, ok, 50), pct(ttfa, ok, 95), pct(rtf, ok, 50), pct(rtf, ok, 95), e2e, gen,
+               steps > 0 ? frames / steps : NAN, steps > 0 ? 1000 * step_s / steps : NAN,
+               frames > 0 ? 1000 * dec_s / frames : NAN);
+        fflush(stdout);
+        if (ok < R) rc = 1;
+        if (C == 1) {
+            base_e2e = e2e;
+            base_gen = gen;
+            base_ttfa = pct(ttfa, ok, 50);
+        }
+        e2e_at[li] = e2e;
+        gen_at[li] = gen;
+        ttfa_at[li] = pct(ttfa, ok, 50);
+        free(ttfa);
+        free(rtf);
+        free(lr.res);
+        free(ma);
+        free(mb);
+    }
+    if (base_e2e > 0) {
+        printf("\n| concurrency | generation throughput vs 1 | audio s / wall s vs 1 | median TTFA vs 1 |\n|---|---|---|---|\n");
+        for (int li = 0; li < o.n_levels; li++)
+            printf("| %d | %.2fx | %.2fx | %.2fx |\n", o.levels[li], gen_at[li] / base_gen, e2e_at[li] / base_e2e,
+                   ttfa_at[li] / base_ttfa);
+    }
+    printf("\nTTFA: request sent -> first PCM byte received. RTF = request seconds / audio seconds (lower is faster;\n"
+           "RTFx = 1/RTF). audio s / wall s: all audio received at that level / the level's wall time (end to end).\n"
+           "gen audio s / step s: frames generated x 0.08 s / engine seconds in batched steps (talker + code predictor\n"
+           "+ sampling; prefill and codec decode excluded), from the server's /metrics. mean batch = frames / steps.\n");
+    free(body);
+    return rc;
+}

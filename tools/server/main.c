@@ -1,0 +1,207 @@
+/* qtts-server: command line, model load, signals. SIGINT/SIGTERM stop the
+ * server cleanly (drain, then exit 0). `qtts-server --loadgen` runs the load
+ * generator against a running server instead (loadgen.c). */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loadgen.h"
+#include "server.h"
+
+static void usage(void) {
+    printf(
+        "qtts-server: OpenAI-compatible text-to-speech server for Qwen3-TTS (libqtts)\n"
+        "\n"
+        "usage: qtts-server --model DIR [options]\n"
+        "       qtts-server --loadgen [options]          measure a running server (see --loadgen --help)\n"
+        "\n"
+        "  -m, --model DIR            checkpoint folder (CustomVoice, VoiceDesign or Base)\n"
+        "  --model-name NAME          id shown by /v1/models (default: the folder's name)\n"
+        "  --threads N                compute threads (default: all CPUs)\n"
+        "network:\n"
+        "  --host ADDR                address to bind (default 127.0.0.1: this machine only)\n"
+        "  --port N                   TCP port (default 8000; 0 = any free port)\n"
+        "  --port-file F              write the bound port to F once listening\n"
+        "  --api-key KEY              require 'Authorization: Bearer KEY' on /v1/ (or env QTTS_API_KEY)\n"
+        "  --cors-origin ORIGIN       allow browsers from ORIGIN ('*' for any); default: no CORS headers\n"
+        "batching and limits:\n"
+        "  --slots N                  requests stepped together (default 4, at most %d)\n"
+        "  --queue N                  requests waiting for a slot before 429 (default 16)\n"
+        "  --max-connections N        open connections (default 64)\n"
+        "  --max-body-bytes N         JSON body limit (default 1048576)\n"
+        "  --max-upload-bytes N       voice upload limit (default 33554432)\n"
+        "  --max-input-chars N        input text limit in characters (default 4096)\n"
+        "  --timeout S                idle connection timeout (default 30)\n"
+        "  --request-timeout S        cancel a request running longer (default 600; 0 = never)\n"
+        "  --ctx N                    talker positions per slot (default: the model's maximum)\n"
+        "  --max-frames N             audio frames (80 ms) per request at most (default 4096)\n"
+        "  --first-chunk-frames N     frames in the first streamed chunk (default 1 = 80 ms)\n"
+        "  --chunk-frames N           frames per later chunk (default 4 = 320 ms)\n"
+        "  --drain S                  on SIGTERM, let running requests finish for S seconds (default 5)\n"
+        "  --no-warmup                ready at once, without a warm-up generation\n"
+        "other:\n"
+        "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
+        "  -v, --verbose              log each request (-vv: debug)\n"
+        "  -h, --help                 this help\n",
+        QTTS_MAX_BATCH);
+}
+
+static int parse_int(const char *opt, const char *v, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "qtts-server: %s needs an integer in [%ld, %ld] (got '%s')\n", opt, lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static void log_cb(qtts_log_level level, const char *msg, void *user) {
+    const server_config *c = user;
+    if ((int)level <= 1 + c->verbose) srv_log(NULL, (int)level, "%s", msg);
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--loadgen")) return loadgen_main(argc, argv);
+    server_config cfg = server_default_config();
+    cfg.max_frames = 4096;
+    const char *model_dir = NULL, *port_file = NULL;
+    long n_threads = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n_threads < 1) n_threads = 1;
+    const char *env_key = getenv("QTTS_API_KEY");
+    if (env_key && *env_key) cfg.api_key = env_key;
+    char model_name[256] = "";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x = 0;
+#define INT_OPT(name, lo, hi, field)                                                                                   \
+    if (!strcmp(a, name)) {                                                                                            \
+        if (parse_int(a, v, lo, hi, &x)) return 2;                                                                     \
+        field = x;                                                                                                     \
+        i++;                                                                                                           \
+        continue;                                                                                                      \
+    }
+#define STR_OPT(name, field)                                                                                           \
+    if (!strcmp(a, name)) {                                                                                            \
+        if (!v) {                                                                                                      \
+            fprintf(stderr, "qtts-server: %s needs a value\n", a);                                                     \
+            return 2;                                                                                                  \
+        }                                                                                                              \
+        field = v;                                                                                                     \
+        i++;                                                                                                           \
+        continue;                                                                                                      \
+    }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return 0;
+        }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            cfg.verbose++;
+            continue;
+        }
+        if (!strcmp(a, "-vv")) {
+            cfg.verbose += 2;
+            continue;
+        }
+        if (!strcmp(a, "--no-warmup")) {
+            cfg.warmup = 0;
+            continue;
+        }
+        STR_OPT("-m", model_dir)
+        STR_OPT("--model", model_dir)
+        STR_OPT("--model-name", cfg.model_name)
+        STR_OPT("--host", cfg.host)
+        STR_OPT("--port-file", port_file)
+        STR_OPT("--api-key", cfg.api_key)
+        STR_OPT("--cors-origin", cfg.cors_origin)
+        STR_OPT("--voices-dir", cfg.voices_dir)
+        INT_OPT("--threads", 1, 1024, n_threads)
+        INT_OPT("--port", 0, 65535, cfg.port)
+        INT_OPT("--slots", 1, QTTS_MAX_BATCH, cfg.n_slots)
+        INT_OPT("--queue", 0, 100000, cfg.queue_depth)
+        INT_OPT("--max-connections", 1, 100000, cfg.max_connections)
+        INT_OPT("--max-body-bytes", 1024, 1L << 30, cfg.max_body_bytes)
+        INT_OPT("--max-upload-bytes", 1024, 1L << 31, cfg.max_upload_bytes)
+        INT_OPT("--max-input-chars", 1, 1 << 20, cfg.max_input_chars)
+        INT_OPT("--timeout", 1, 86400, cfg.conn_timeout_s)
+        INT_OPT("--request-timeout", 0, 86400, cfg.request_timeout_s)
+        INT_OPT("--ctx", 0, 1 << 24, cfg.n_ctx)
+        INT_OPT("--max-frames", 1, 1 << 20, cfg.max_frames)
+        INT_OPT("--first-chunk-frames", 1, 64, cfg.first_chunk_frames)
+        INT_OPT("--chunk-frames", 1, 64, cfg.chunk_frames)
+        INT_OPT("--drain", 0, 3600, cfg.drain_s)
+        fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
+        return 2;
+    }
+    if (!model_dir) {
+        fprintf(stderr, "qtts-server: --model DIR is required (see --help)\n");
+        return 2;
+    }
+    if (!strcmp(cfg.model_name, "qtts")) { /* default: the folder's name */
+        const char *b = strrchr(model_dir, '/');
+        while (b && !b[1] && b > model_dir) { /* trailing slash */
+            const char *p = b - 1;
+            while (p > model_dir && *p != '/') p--;
+            b = p;
+        }
+        snprintf(model_name, sizeof model_name, "%s", b && *b == '/' ? b + 1 : model_dir);
+        char *sl = strchr(model_name, '/');
+        if (sl) *sl = 0;
+        if (model_name[0]) cfg.model_name = model_name;
+    }
+    /* signals: handled by sigwait in this thread; every thread inherits the mask */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = (int)n_threads;
+    mp.log = log_cb;
+    mp.log_user = &cfg;
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, model_dir, &mp, err, sizeof err)) {
+        fprintf(stderr, "qtts-server: %s\n", err);
+        return 1;
+    }
+    server *s = NULL;
+    if (server_start(&s, m, &cfg, err, sizeof err)) {
+        fprintf(stderr, "qtts-server: %s\n", err);
+        qtts_model_free(m);
+        return 1;
+    }
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    srv_log(NULL, 2, "serving %s (%s %s, %s kernels, %d threads) on http://%s:%d with %d slots, queue %d", cfg.model_name,
+            info.type_name, info.size_name, info.kernels, info.n_threads, cfg.host, server_port(s), cfg.n_slots,
+            cfg.queue_depth);
+    if (port_file) {
+        char tmp[PATH_MAX];
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", server_port(s)) < 0 || fclose(f) || rename(tmp, port_file)) {
+            fprintf(stderr, "qtts-server: cannot write --port-file %s\n", port_file);
+            server_stop(s);
+            qtts_model_free(m);
+            return 1;
+        }
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    srv_log(NULL, 2, "%s: stopping (draining for up to %d s)", sig == SIGINT ? "SIGINT" : "SIGTERM", cfg.drain_s);
+    server_stop(s);
+    qtts_model_free(m);
+    srv_log(NULL, 2, "stopped");
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* Server metrics: counters, gauges and histograms kept under one mutex and
+ * rendered in the Prometheus text exposition format (version 0.0.4) for
+ * GET /metrics. Updated by HTTP threads (requests, TTFA, RTF) and the engine
+ * thread (steps, frames, decode time). */
+#ifndef QTTS_SERVER_METRICS_H
+#define QTTS_SERVER_METRICS_H
+
+#include <stddef.h>
+
+typedef struct metrics metrics;
+
+metrics *metrics_new(void);
+void metrics_free(metrics *m); /* accepts NULL */
+
+/* A request answered: endpoint ("speech", "voices", "health", ...) and HTTP status. */
+void metrics_request(metrics *m, const char *endpoint, int status);
+/* A finished speech request: audio seconds delivered, seconds from arrival to
+ * first audio byte handed to the socket (< 0 = none), real-time factor
+ * (request seconds / audio seconds; < 0 = no audio). */
+void metrics_speech(metrics *m, double audio_s, double ttfa_s, double rtf);
+void metrics_disconnect(metrics *m);      /* a client went away before the end */
+void metrics_rejected(metrics *m);        /* 429: queue full */
+/* Engine: one batched step of n streams took step_s (generation only) and the
+ * decode of the frames it produced took decode_s. */
+void metrics_step(metrics *m, int n_streams, double step_s, double decode_s);
+void metrics_prefill(metrics *m, double s); /* one request's prompt + prefill */
+void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
+void metrics_set_slots(metrics *m, int n_slots);
+void metrics_set_ready(metrics *m, int ready);
+
+/* Render everything; returns a malloc'ed NUL-terminated string (caller frees). */
+char *metrics_render(metrics *m);
+
+/* Read one sample of the rendered text, e.g. metrics_value(text,
+ * "qtts_active_slots") or with labels "qtts_requests_total{endpoint=\"speech\",status=\"200\"}";
+ * returns -1 when absent. For tests and the load generator. */
+double metrics_value(const char *text, const char *name);
+
+#endif
