@@ -149,7 +149,7 @@ void bench_help(FILE *f) {
             "      --seed N            seed (default 1234); --sample to sample instead of greedy decoding\n"
             "      --bw-mib N          buffer of the bandwidth measurement (default 1024 MiB)\n"
             "  Output:\n"
-            "  -o md|json|csv          format on standard output (default md)\n"
+            "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
             "  -q                      no progress on stderr\n\n"
             "qtts-bench suite -m DIR [--out DIR] [run options] [--asr-cmd 'CMD {wav}']\n"
@@ -204,8 +204,8 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (strcmp(a, "--sample") == 0) o->greedy = 0;
         else if (strcmp(a, "--greedy") == 0) o->greedy = 1;
         else if (OPT("-o", "--output")) {
-            if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv")) {
-                fprintf(stderr, "qtts-bench: -o takes md, json or csv\n");
+            if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv") && strcmp(v, "none")) {
+                fprintf(stderr, "qtts-bench: -o takes md, json, csv or none\n");
                 return -1;
             }
             o->out_fmt = v;
@@ -525,7 +525,7 @@ int cmd_run(int argc, char **argv) {
     measure_bw(&o, &r);
     const int rc = run_speed(&o, &r);
     r.total_s = (bench_now_ms() - t0) / 1000.0;
-    report_write(&r, o.out_fmt, stdout);
+    if (strcmp(o.out_fmt, "none")) report_write(&r, o.out_fmt, stdout);
     const int wrc = write_outputs(&o, &r);
     report_free(&r);
     return rc || wrc ? 1 : 0;
@@ -567,7 +567,7 @@ int cmd_suite(int argc, char **argv) {
     snprintf(p, sizeof p, "%s/plot.svg", o.out_dir);
     wrc |= plot_write_svg(&r, p);
     wrc |= write_outputs(&o, &r);
-    report_write(&r, o.out_fmt, stdout);
+    if (strcmp(o.out_fmt, "none")) report_write(&r, o.out_fmt, stdout);
     if (!o.quiet) fprintf(stderr, "suite finished in %.1f s; files in %s/\n", r.total_s, o.out_dir);
     report_free(&r);
     return rc || wrc ? 1 : 0;
@@ -585,7 +585,7 @@ int cmd_quality(int argc, char **argv) {
     for (int mi = 0; mi < o.n_models; mi++)
         if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;
     r.total_s = (bench_now_ms() - t0) / 1000.0;
-    report_write(&r, o.out_fmt, stdout);
+    if (strcmp(o.out_fmt, "none")) report_write(&r, o.out_fmt, stdout);
     if (write_outputs(&o, &r)) rc = 1;
     report_free(&r);
     return rc;

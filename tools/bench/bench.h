@@ -29,6 +29,10 @@ typedef struct mm_options {
  * Returns 0 or -1 with a message in err. */
 int mm_make_model(const char *dir, const mm_options *o, char *err, size_t err_size);
 
+/* Parameters (and tensors) make-model writes for a size and type, without
+ * writing anything: main checkpoint (codec 0) or speech_tokenizer (codec 1). */
+int64_t mm_count_params(const char *size, const char *type, int codec, int64_t *n_tensors);
+
 /* Size names accepted by --size, for usage text. */
 extern const char *const mm_size_names[];
 

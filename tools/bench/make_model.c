@@ -140,6 +140,11 @@ typedef struct walker {
 static void emit(walker *k, const char *name, init in, int nd, int64_t d0, int64_t d1, int64_t d2) {
     if (k->failed) return;
     const int64_t shape[3] = {d0, d1, d2};
+    if (!k->w) { /* counting only */
+        k->n_params += (uint64_t)d0 * (uint64_t)(nd > 1 ? d1 : 1) * (uint64_t)(nd > 2 ? d2 : 1);
+        k->bytes++; /* tensors */
+        return;
+    }
     if (!k->fill) {
         if (stw_declare(k->w, name, k->dt, nd, shape) < 0) k->failed = 1;
         return;
@@ -423,6 +428,18 @@ static int write_st(const char *path, const geom *g, int base, int codec, const 
     if (k.failed && !rc) rc = -1, snprintf(err, es, "writing %s failed", path);
     if (n_params) *n_params = k.n_params;
     return rc;
+}
+
+int64_t mm_count_params(const char *size, const char *type, int codec, int64_t *n_tensors) {
+    geom g;
+    geom_for(size, &g);
+    walker k;
+    memset(&k, 0, sizeof k);
+    const int base = strcmp(type, "base") == 0;
+    if (codec) walk_codec(&k, &g, base);
+    else walk_main(&k, &g, base);
+    if (n_tensors) *n_tensors = (int64_t)k.bytes;
+    return (int64_t)k.n_params;
 }
 
 /* ---------------------------------------------------------------- configs */

@@ -92,6 +92,12 @@ double quality_logmel_corr(const float *a, const float *b, size_t n) {
     double r = NAN;
     if (ma && mb && na > 0 && na == nb) {
         const size_t k = (size_t)na * MEL_BANDS;
+        /* floor both at 80 dB below the louder peak, so that silent bands
+         * (log of nothing) do not dominate the correlation */
+        double peak = -1e300;
+        for (size_t i = 0; i < k; i++) peak = fmax(peak, fmax(ma[i], mb[i]));
+        const double floor_log = peak - 80.0 / 20.0 * log(10.0);
+        for (size_t i = 0; i < k; i++) ma[i] = fmax(ma[i], floor_log), mb[i] = fmax(mb[i], floor_log);
         double sa = 0, sb = 0;
         for (size_t i = 0; i < k; i++) sa += ma[i], sb += mb[i];
         sa /= k, sb /= k;

@@ -360,8 +360,8 @@ static void write_csv(const bench_report *r, FILE *f) {
     fputc('\n', f);
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
+        if (rec->n_runs == 0) continue; /* failed or skipped: in the markdown and JSON with the reason */
         for (int kind = 0; kind < 2; kind++) {
-            if (kind == 0 && rec->n_runs == 0) continue;
             csv_str(f, rec->model_name);
             fprintf(f, ",%s,%s,%d,%s,%s,%s,%d,%d,%d,%s,%s,%s,%d,%s,%d,", rec->size_name, rec->type_name,
                     rec->synthetic, rec->weights, rec->weight_dtype, rec->kernels, rec->n_threads, rec->first_chunk,

@@ -129,6 +129,24 @@ static int is_wordchar(utf8proc_int32_t c) {
            (k >= UTF8PROC_CATEGORY_ND && k <= UTF8PROC_CATEGORY_NO);
 }
 
+/* English titles and a few common abbreviations, as whole tokens, spelled as
+ * a recogniser writes them. */
+static char *expand_abbreviations(char *s) {
+    static const char *const ab[][2] = {{"dr", "doctor"}, {"mr", "mister"}, {"mrs", "missus"},
+                                        {"jr", "junior"}, {"vs", "versus"}, {"etc", "et cetera"}};
+    if (!s) return s;
+    sbuf b = {0};
+    sb_add(&b, "", 0);
+    for (char *save = NULL, *t = strtok_r(s, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        const char *w = t;
+        for (size_t i = 0; i < sizeof ab / sizeof ab[0]; i++)
+            if (strcmp(t, ab[i][0]) == 0) w = ab[i][1];
+        sb_word(&b, w);
+    }
+    free(s);
+    return b.p ? b.p : strdup("");
+}
+
 char *wer_normalize(const char *text) {
     utf8proc_uint8_t *folded = NULL;
     if (!text) text = "";
@@ -218,7 +236,7 @@ char *wer_normalize(const char *text) {
         while (w > 0 && o[w - 1] == ' ') w--;
         o[w] = 0;
     }
-    return o;
+    return expand_abbreviations(o);
 }
 
 /* ---------------------------------------------------------------- distance */

@@ -1,0 +1,404 @@
+/* Tests of qtts-bench (tools/bench): make-model's geometry against the spec's
+ * parameter counts and the golden checkpoints' tensor names, shapes and
+ * dtypes; determinism and the synthetic marker; synthesis on tiny synthetic
+ * checkpoints (sane audio, forced frame counts, run metrics); the report
+ * formats (markdown, JSON round trip, CSV, SVG); compare on two real runs;
+ * the quality arm and the recogniser plumbing. Seconds, not minutes: the
+ * models written here use the tiny geometry (make-model --tiny). */
+#include <jansson.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "test.h"
+
+static char tmpdir[256];
+
+/* snprintf into one of 32 rotating buffers (paths and test names) */
+static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt(const char *f, ...) {
+    static char bufs[32][1024];
+    static int k;
+    char *b = bufs[k++ & 31];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(b, sizeof bufs[0], f, ap);
+    va_end(ap);
+    return b;
+}
+
+static const char *tmp(const char *name) { return fmt("%s/%s", tmpdir, name); }
+
+static json_t *st_header(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char n8[8];
+    json_t *j = NULL;
+    if (fread(n8, 1, 8, f) == 8) {
+        uint64_t n = 0;
+        for (int i = 7; i >= 0; i--) n = n << 8 | n8[i];
+        char *h = n < (1u << 26) ? malloc(n + 1) : NULL;
+        if (h && fread(h, 1, n, f) == n) {
+            json_error_t e;
+            j = json_loadb(h, n, 0, &e);
+        }
+        free(h);
+    }
+    fclose(f);
+    return j;
+}
+
+static int files_equal(const char *a, const char *b) {
+    FILE *x = fopen(a, "rb"), *y = fopen(b, "rb");
+    int eq = x && y;
+    while (eq) {
+        const int c = fgetc(x), d = fgetc(y);
+        if (c != d) eq = 0;
+        if (c == EOF || d == EOF) break;
+    }
+    if (x) fclose(x);
+    if (y) fclose(y);
+    return eq;
+}
+
+/* Every golden tensor (except the text embedding and projection, whose width
+ * the tiny geometry changes for the real vocabulary) has the same dtype and
+ * shape in the tiny synthetic file, and the synthetic file has no others. */
+static void same_tensors(const char *name, const char *golden, const char *synth) {
+    json_t *g = st_header(golden), *s = st_header(synth);
+    if (!g || !s) {
+        CHECK(name, 0, "cannot read %s or %s", golden, synth);
+        json_decref(g), json_decref(s);
+        return;
+    }
+    int bad = 0, n = 0;
+    char why[512] = "";
+    const char *k;
+    json_t *v;
+    json_object_foreach(g, k, v) {
+        if (strcmp(k, "__metadata__") == 0 || strstr(k, "text_embedding") || strstr(k, "text_projection")) continue;
+        n++;
+        json_t *w = json_object_get(s, k);
+        if (!w) {
+            if (!bad++) snprintf(why, sizeof why, "missing %s", k);
+            continue;
+        }
+        if (!json_equal(json_object_get(v, "dtype"), json_object_get(w, "dtype")) ||
+            !json_equal(json_object_get(v, "shape"), json_object_get(w, "shape"))) {
+            if (!bad++) snprintf(why, sizeof why, "%s differs in dtype or shape", k);
+        }
+    }
+    json_object_foreach(s, k, v) {
+        if (strcmp(k, "__metadata__") && !json_object_get(g, k) && !bad++)
+            snprintf(why, sizeof why, "extra tensor %s", k);
+    }
+    CHECK(name, bad == 0 && n > 0, "%d differences over %d tensors, first: %s", bad, n, why);
+    json_decref(g);
+    json_decref(s);
+}
+
+static void test_geometry(void) {
+    /* lm.md 3.6: 905 788 672 (0.6B LM) and 1 916 676 352 (1.7B, VoiceDesign: no speaker encoder) */
+    int64_t nt = 0;
+    const int64_t p06 = mm_count_params("0.6b", "custom_voice", 0, &nt);
+    CHECK("0.6B talker + code predictor parameters = spec", p06 == 905788672LL, "%lld", (long long)p06);
+    const int64_t p17 = mm_count_params("1.7b", "voice_design", 0, NULL);
+    CHECK("1.7B talker + code predictor parameters = spec", p17 == 1916676352LL, "%lld", (long long)p17);
+    /* ECAPA (codec.md 6.2): conv0 + 3 SE-Res2Net blocks + MFA + ASP + fc(enc_dim) */
+    const int64_t block = (512LL * 512 + 512) * 2 + 7 * (64LL * 64 * 3 + 64) + (128LL * 512 + 128) + (512LL * 128 + 512);
+    const int64_t common = 512LL * 128 * 5 + 512 + 3 * block + 1536LL * 1536 + 1536 + 128LL * 4608 + 128 +
+                           1536LL * 128 + 1536;
+    const int64_t e06 = mm_count_params("0.6b", "base", 0, NULL) - p06;
+    const int64_t e17 = mm_count_params("1.7b", "base", 0, NULL) - p17;
+    CHECK("0.6B speaker encoder parameters", e06 == common + 1024LL * 3072 + 1024, "%lld", (long long)e06);
+    CHECK("1.7B speaker encoder parameters", e17 == common + 2048LL * 3072 + 2048, "%lld", (long long)e17);
+    CHECK("1.7B has the small_to_mtp projection", mm_count_params("1.7b", "custom_voice", 0, NULL) == p17,
+          "custom_voice and voice_design differ");
+    /* codec decoder: codec.md 3.1 counted by hand */
+    int64_t dec = 16LL * (2048 * 256 + 2048) + 2 * (256LL * 512 * 2) + 1024LL * 512 * 3 + 1024 + 512LL * 1024 + 512 +
+                  8 * (512LL + 3 * 1024 * 512 + 512 * 1024 + 512 + 512 + 2 * 1024 * 512 + 512 * 1024 + 512) + 512 +
+                  1024LL * 512 + 1024 + 2 * (1024LL * 1024 * 2 + 1024 + 1024 * 7 + 1024 + 2048 + 4096 * 1024 + 4096 +
+                                             1024 * 4096 + 1024 + 1024) +
+                  1536LL * 1024 * 7 + 1536;
+    const int rates[4] = {8, 5, 4, 3};
+    int64_t cin = 1536;
+    for (int b = 0; b < 4; b++) {
+        const int64_t co = cin / 2;
+        dec += 2 * cin + cin * co * 2 * rates[b] + co + 3 * (4 * co + co * co * 7 + co + co * co + co);
+        cin = co;
+    }
+    dec += 2 * 96 + 96 * 7 + 1;
+    const int64_t pc = mm_count_params("0.6b", "custom_voice", 1, &nt);
+    CHECK("codec decoder parameters = spec shapes", pc == dec, "%lld, want %lld", (long long)pc, (long long)dec);
+    CHECK("codec decoder does not depend on the size", mm_count_params("1.7b", "custom_voice", 1, NULL) == pc, "differs");
+}
+
+static void test_make_model(void) {
+    mm_options o = {"tiny", "base", 5, test_path("golden/data/e2e_string"), 1};
+    char err[512] = "";
+    int rc = mm_make_model(tmp("b5"), &o, err, sizeof err);
+    CHECK("make-model tiny base", rc == 0, "%s", err);
+    rc = mm_make_model(tmp("b5again"), &o, err, sizeof err);
+    o.seed = 6;
+    rc |= mm_make_model(tmp("b6"), &o, err, sizeof err);
+    o.type = "custom_voice";
+    o.seed = 5;
+    rc |= mm_make_model(tmp("cv5"), &o, err, sizeof err);
+    CHECK("make-model more folders", rc == 0, "%s", err);
+    CHECK("same seed, same bytes", files_equal(fmt("%s/model.safetensors", tmp("b5")),
+                                               fmt("%s/model.safetensors", tmp("b5again"))) &&
+                                       files_equal(fmt("%s/speech_tokenizer/model.safetensors", tmp("b5")),
+                                                   fmt("%s/speech_tokenizer/model.safetensors", tmp("b5again"))),
+          "differ");
+    CHECK("another seed, other bytes",
+          !files_equal(fmt("%s/model.safetensors", tmp("b5")), fmt("%s/model.safetensors", tmp("b6"))),
+          "identical");
+    same_tensors("tiny base tensors = golden base_clone", test_path("golden/data/base_clone/model.safetensors"),
+                 fmt("%s/model.safetensors", tmp("b5")));
+    same_tensors("tiny codec tensors = golden base_clone codec",
+                 test_path("golden/data/base_clone/speech_tokenizer/model.safetensors"),
+                 fmt("%s/speech_tokenizer/model.safetensors", tmp("b5")));
+    json_error_t je;
+    json_t *c = json_load_file(fmt("%s/config.json", tmp("b5")), 0, &je);
+    json_t *sc = json_load_file(fmt("%s/speech_tokenizer/config.json", tmp("b5")), 0, &je);
+    json_t *h = st_header(fmt("%s/model.safetensors", tmp("b5")));
+    CHECK("synthetic marker in both configs and the safetensors metadata",
+          c && sc && h && json_object_get(c, "qtts_synthetic") && json_object_get(sc, "qtts_synthetic") &&
+              json_object_get(json_object_get(h, "__metadata__"), "qtts_synthetic"),
+          "marker missing");
+    json_decref(c), json_decref(sc), json_decref(h);
+    CHECK("tokenizer files copied", access(fmt("%s/vocab.json", tmp("b5")), R_OK) == 0 &&
+                                        access(fmt("%s/merges.txt", tmp("b5")), R_OK) == 0,
+          "missing");
+    o.size = "2b";
+    CHECK("unknown size refused", mm_make_model(tmp("bad"), &o, err, sizeof err) != 0 && strstr(err, "size"), "%s", err);
+}
+
+static float rms(const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return n ? (float)sqrt(s / n) : 0;
+}
+
+static void test_synthesis(void) {
+    static const char *const dirs[2] = {"cv5", "b5"};
+    for (int d = 0; d < 2; d++) {
+        qtts_model *m = NULL;
+        char err[512];
+        qtts_model_params mp = qtts_model_default_params();
+        mp.n_threads = 2;
+        if (qtts_model_load(&m, tmp(dirs[d]), &mp, err, sizeof err)) {
+            CHECK(fmt("load synthetic %s", dirs[d]), 0, "%s", err);
+            continue;
+        }
+        qtts_model_info info;
+        qtts_model_get_info(m, &info);
+        CHECK(fmt("synthetic %s loads with tokenizer and codec", dirs[d]),
+              info.has_tokenizer && info.has_codec && info.hidden_size == 64 && info.has_speaker_encoder == (d == 1),
+              "tokenizer %d codec %d hidden %d spk %d", info.has_tokenizer, info.has_codec, info.hidden_size,
+              info.has_speaker_encoder);
+        qtts_voice *voice = NULL;
+        if (d == 1) {
+            float *pcm;
+            size_t n;
+            const char *tr;
+            bench_ref_clip(&pcm, &n, &tr);
+            qtts_voice_params vp = qtts_voice_default_params();
+            vp.ref_text = tr;
+            CHECK("ICL voice from the fixed reference clip", qtts_voice_from_pcm(m, pcm, n, 24000, &vp, &voice, err,
+                                                                                sizeof err) == QTTS_OK,
+                  "%s", err);
+            free(pcm);
+        }
+        for (int ci = 0; ci < bench_n_cases; ci++) {
+            const bench_case *c = &bench_cases[ci];
+            if (c->clone && d == 0) continue;
+            bench_config cfg = {tmp(dirs[d]), QTTS_WEIGHTS_NATIVE, "native", 2, 1, 3, QTTS_TEXT_MODE_DEFAULT,
+                                "default"};
+            run_request rq = {c, 7, 1, 1, voice, NULL, 0, 1, 1};
+            run_output out;
+            const int rc = bench_run_once(m, &cfg, &rq, 10.0, &out);
+            int finite = 1;
+            float peak = 0;
+            for (size_t i = 0; i < out.n_pcm; i++) {
+                if (!isfinite(out.pcm[i])) finite = 0;
+                if (fabsf(out.pcm[i]) > peak) peak = fabsf(out.pcm[i]);
+            }
+            const float r = rms(out.pcm, out.n_pcm);
+            const run_metrics *mm = &out.m;
+            CHECK(fmt("%s %s: 7 forced frames of finite audio in [-1, 1]", dirs[d], c->name),
+                  rc == 0 && out.n_codes_frames == 7 && out.n_pcm == 7 * 1920 && finite && peak <= 1.0f && r > 1e-3f,
+                  "rc %d (%s) frames %d samples %zu finite %d peak %.3f rms %.4f", rc, out.err, out.n_codes_frames,
+                  out.n_pcm, finite, peak, r);
+            /* chunks 1, then 3: 1 + 3 + 3 */
+            CHECK(fmt("%s %s: run metrics", dirs[d], c->name),
+                  mm->n_frames == 7 && fabs(mm->audio_s - 0.56) < 1e-9 && mm->n_chunks == 3 && mm->rtf > 0 &&
+                      fabs(mm->rtf * mm->rtfx - 1) < 1e-9 && mm->ttfa_ms > 0 && mm->ttfa_ms <= mm->wall_ms &&
+                      mm->cadence_ms >= 0 && mm->viability > 0 && mm->viability <= 1 && mm->talker_ms_f > 0 &&
+                      mm->predictor_ms_f > 0 && mm->decode_ms_f > 0 && mm->peak_rss_mib > 0 && mm->gbps > 0 &&
+                      fabs(mm->roofline - mm->gbps / 10.0) < 1e-9 && mm->mhz_mean >= 0,
+                  "frames %g audio %g chunks %g rtf %g ttfa %g wall %g viab %g tk %g cp %g dec %g rss %g gbps %g",
+                  mm->n_frames, mm->audio_s, mm->n_chunks, mm->rtf, mm->ttfa_ms, mm->wall_ms, mm->viability,
+                  mm->talker_ms_f, mm->predictor_ms_f, mm->decode_ms_f, mm->peak_rss_mib, mm->gbps);
+            run_output_free(&out);
+            if (d == 1 && ci > 1 && !c->clone) ci = bench_n_cases - 2; /* Base: two text cases and the clone case */
+        }
+        qtts_voice_free(voice);
+        qtts_model_free(m);
+    }
+}
+
+static int run_bench(const char *json, const char *extra_md) {
+    char models[600];
+    snprintf(models, sizeof models, "%s,%s", tmp("cv5"), tmp("b5"));
+    char *argv[] = {"run",         "-m",    models,        "--frames", "4",      "-r",    "2",
+                    "--cases",     "short_en,medium_de,clone_en", "-c", "1/2,3", "-t", "1",
+                    "-o",          "none",  "-q",          "--json",   (char *)json, "--csv",
+                    (char *)tmp("r.csv"), "--md", (char *)extra_md, "--plot", (char *)tmp("r.svg")};
+    return cmd_run((int)(sizeof argv / sizeof argv[0]), argv);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static void test_reports_and_compare(void) {
+    const int rc1 = run_bench(tmp("a.json"), tmp("a.md"));
+    const int rc2 = run_bench(tmp("b.json"), tmp("b.md"));
+    CHECK("two bench runs", rc1 == 0 && rc2 == 0, "rc %d %d", rc1, rc2);
+    bench_report a, b;
+    char err[512];
+    const int ra = report_read_json(tmp("a.json"), &a, err, sizeof err);
+    const int rb = ra ? -1 : report_read_json(tmp("b.json"), &b, err, sizeof err);
+    CHECK("JSON reports read back", ra == 0 && rb == 0, "%s", err);
+    if (ra || rb) return;
+    /* cross product: 2 models x 2 chunks x 3 cases; the clone case is skipped on the CustomVoice model */
+    int ok = 0, skipped = 0;
+    for (int i = 0; i < a.n_rec; i++) {
+        if (a.rec[i].n_runs == 2 && a.rec[i].runs[0].n_frames == 4) ok++;
+        if (strstr(a.rec[i].error, "Base")) skipped++;
+    }
+    CHECK("JSON: cross product of models, chunks and cases", a.n_rec == 12 && ok == 10 && skipped == 2,
+          "%d records, %d with 2 runs of 4 frames, %d skipped", a.n_rec, ok, skipped);
+    const bench_summary s = record_summary(&a.rec[0], bench_metric("rtf"));
+    CHECK("JSON: summaries recomputed from the runs", s.n == 2 && s.median > 0 && s.p95 >= s.median, "n %d", s.n);
+    json_error_t je;
+    json_t *j = json_load_file(tmp("a.json"), 0, &je);
+    json_t *r0 = json_array_get(json_object_get(j, "records"), 0);
+    CHECK("JSON: machine, bandwidth, forced frames and per-record build info",
+          j && json_object_get(json_object_get(j, "machine"), "read_bandwidth") &&
+              json_integer_value(json_object_get(json_object_get(j, "run"), "frames")) == 4 &&
+              json_object_get(r0, "cflags") && json_object_get(r0, "isa") && json_object_get(r0, "commit") &&
+              json_object_get(json_object_get(json_object_get(r0, "summary"), "rtf"), "p95") &&
+              json_is_object(json_object_get(r0, "cold")),
+          "fields missing");
+    json_decref(j);
+    char *md = slurp(tmp("a.md")), *csv = slurp(tmp("r.csv")), *svg = slurp(tmp("r.svg"));
+    CHECK("markdown: definitions, cold line, medians, forced frames",
+          md && strstr(md, "RTFx = 1 / RTF") && strstr(md, "| cold |") && strstr(md, "median [p95] of 2") &&
+              strstr(md, "forced to 4 per case, EOS ignored") && strstr(md, "read bandwidth") &&
+              strstr(md, "*synthetic*"),
+          "content missing");
+    int lines = 0;
+    for (const char *p = csv; p && *p; p++) lines += *p == '\n';
+    CHECK("CSV: header + cold and measured rows", csv && strncmp(csv, "model,size,type", 15) == 0 && lines == 1 + 2 * 10,
+          "%d lines", lines);
+    CHECK("SVG: both panels and every case",
+          svg && strncmp(svg, "<svg", 4) == 0 && strstr(svg, "</svg>") && strstr(svg, "RTF per case") &&
+              strstr(svg, "Time per frame by phase") && strstr(svg, "short_en") && strstr(svg, "clone_en"),
+          "content missing");
+    free(md), free(csv), free(svg);
+    FILE *f = tmpfile();
+    const int cr = f ? compare_reports(&a, &b, "rtf", f) : -1;
+    char out[16384] = "";
+    if (f) {
+        rewind(f);
+        out[fread(out, 1, sizeof out - 1, f)] = 0;
+        fclose(f);
+    }
+    CHECK("compare two real runs", cr == 0 && strstr(out, "matched 10 pairs") && strstr(out, "median change") &&
+                                       strstr(out, "weighted change") && strstr(out, "faster"),
+          "rc %d: %.300s", cr, out);
+    /* known values: B is 10% faster on every pair */
+    for (int i = 0; i < b.n_rec; i++)
+        for (int k = 0; k < b.rec[i].n_runs; k++) {
+            a.rec[i].runs[k].rtf = 2.0;
+            b.rec[i].runs[k].rtf = 1.8;
+        }
+    f = tmpfile();
+    compare_reports(&a, &b, "rtf", f);
+    rewind(f);
+    out[fread(out, 1, sizeof out - 1, f)] = 0;
+    fclose(f);
+    CHECK("compare arithmetic", strstr(out, "median change -10.00%, mean change -10.00%, weighted change -10.00%") &&
+                                    strstr(out, "10 faster, 0 slower"),
+          "%.400s", out);
+    report_free(&a);
+    report_free(&b);
+}
+
+static void test_quality(void) {
+    bench_report r;
+    memset(&r, 0, sizeof r);
+    const char *w[1] = {"native"};
+    const bench_case *cases[2] = {&bench_cases[0], &bench_cases[bench_n_cases - 1]};
+    quality_options qo = {"native", "printf 'hello doctor smith is the meeting still at three o\\047clock\\n' # {wav}", 5,
+                          2, 3, NULL};
+    const int rc = quality_run(tmp("b5"), w, 1, cases, 2, &qo, &r);
+    CHECK("quality arm on a Base model", rc == 0 && r.n_q == 2, "rc %d, %d records", rc, r.n_q);
+    for (int i = 0; i < r.n_q; i++) {
+        const quality_record *q = &r.q[i];
+        int all = q->n_groups == 16;
+        for (int g = 0; g < 16; g++) all &= q->agree[g] == 1.0;
+        CHECK(fmt("quality %s: the reference path agrees with itself", q->case_name),
+              !q->error[0] && all && q->teacher_frames == 5 && isinf(q->snr_db) && fabs(q->mel_corr - 1) < 1e-9,
+              "%s agree %.3f frames %d snr %g mel %g", q->error, q->agree_mean, q->teacher_frames, q->snr_db,
+              q->mel_corr);
+        CHECK(fmt("quality %s: speaker similarity of output vs reference clip", q->case_name),
+              isfinite(q->spk_sim_ref) && q->spk_sim_ref >= -1 && q->spk_sim_ref <= 1 &&
+                  q->spk_sim_ref == q->spk_sim_test,
+              "%g %g", q->spk_sim_ref, q->spk_sim_test);
+        CHECK(fmt("quality %s: WER through the recogniser command", q->case_name),
+              strcmp(q->hyp_test, "hello doctor smith is the meeting still at three o'clock") == 0 &&
+                  (i == 1 || q->wer_test == 0.0) && (i == 0 || q->wer_test > 0.5),
+              "hyp \"%s\" WER %g", q->hyp_test, q->wer_test);
+    }
+    report_free(&r);
+    char err[256];
+    char *t = asr_transcribe("false {wav}", "/nonexistent.wav", err, sizeof err);
+    CHECK("a failing recogniser is reported", t == NULL && strstr(err, "status"), "%s", err);
+    free(t);
+    t = asr_transcribe("echo x", "/x.wav", err, sizeof err);
+    CHECK("a recogniser command without {wav} is refused", t == NULL && strstr(err, "{wav}"), "%s", err);
+    free(t);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/qtts-test-bench-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        test_report("temporary folder", 0, "mkdtemp failed");
+        return test_finish();
+    }
+    test_geometry();
+    test_make_model();
+    test_synthesis();
+    test_reports_and_compare();
+    test_quality();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) fprintf(stderr, "# could not remove %s\n", tmpdir);
+    return test_finish();
+}
