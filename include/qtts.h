@@ -62,12 +62,19 @@ typedef enum qtts_model_type {
 } qtts_model_type;
 
 typedef enum qtts_weight_type {
-    QTTS_WEIGHTS_NATIVE = 0 /* as stored in the checkpoint (BF16/F16/F32), computed in f32 */
+    QTTS_WEIGHTS_DEFAULT = -1, /* predictor_weights only: the same as weights */
+    QTTS_WEIGHTS_NATIVE = 0,   /* as stored in the checkpoint (BF16/F16/F32), computed in f32 */
+    QTTS_WEIGHTS_Q8 = 1,       /* int8, blocks of 32 with an f16 scale (quantised at load) */
+    QTTS_WEIGHTS_Q4 = 2        /* int4, blocks of 32 with an f16 scale and minimum (quantised at load) */
 } qtts_weight_type;
 
 typedef struct qtts_model_params {
     int n_threads;           /* worker threads for compute; >= 1; default 1 */
-    qtts_weight_type weights;/* weight format in memory; default QTTS_WEIGHTS_NATIVE */
+    qtts_weight_type weights;/* format of the talker's (and, by default, the code predictor's)
+                                matrices in memory; embeddings stay as stored; default
+                                QTTS_WEIGHTS_NATIVE */
+    qtts_weight_type predictor_weights; /* the code predictor's; default QTTS_WEIGHTS_DEFAULT
+                                           (= weights) */
     int tokenizer_alt_regex; /* 1 = the Mistral-patched pre-split regex of transformers
                                 4.57 local loads instead of the stock Qwen2 one; default 0 */
     int load_codec;          /* 1 = also load speech_tokenizer/ (needed for audio); default 1 */
@@ -111,7 +118,9 @@ typedef struct qtts_model_info {
     int n_threads;            /* compute threads */
     int64_t n_params;         /* parameters in model.safetensors */
     int64_t weight_bytes;     /* bytes of model.safetensors tensors */
-    const char *weight_dtype; /* dominant dtype of the talker, "BF16", "F32", ... */
+    const char *weight_dtype; /* dominant dtype of the checkpoint file, "BF16", "F32", ... */
+    const char *talker_format;    /* in memory: "native", "q8" or "q4" */
+    const char *predictor_format; /* in memory: "native", "q8" or "q4" */
 } qtts_model_info;
 
 void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);

@@ -298,6 +298,19 @@ void st_close(st_set *s) {
     memset(s, 0, sizeof *s);
 }
 
+void st_release(const st_set *s, const void *data, size_t n) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !data || !n) return;
+    for (int i = 0; i < s->n_files; i++) {
+        const char *base = s->maps[i];
+        if (!base || (const char *)data < base || (const char *)data + n > base + s->map_sizes[i]) continue;
+        uintptr_t b = ((uintptr_t)data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+        uintptr_t e = ((uintptr_t)data + n) & ~((uintptr_t)pg - 1);
+        if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+        return;
+    }
+}
+
 const st_tensor *st_find(const st_set *s, const char *name) {
     int lo = 0, hi = s->n_tensors - 1;
     while (lo <= hi) {

@@ -44,6 +44,11 @@ qtts_status st_open_file(st_set *s, const char *file, qtts_error *e);
 
 void st_close(st_set *s);   /* accepts a zeroed or closed set */
 
+/* Tell the kernel the pages fully inside [data, data + n) (a tensor of s) are
+ * no longer needed: they leave this process's resident memory and are read
+ * again from the file if touched. For weights replaced by a converted copy. */
+void st_release(const st_set *s, const void *data, size_t n);
+
 /* Lookup by exact name; NULL if absent. */
 const st_tensor *st_find(const st_set *s, const char *name);
 

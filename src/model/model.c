@@ -3,6 +3,8 @@
  * every tensor checked against the config) -> tokenizer (optional). */
 #include "model/model.h"
 
+#include "backend/cpu/quant.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@ qtts_model_params qtts_model_default_params(void) {
     memset(&p, 0, sizeof p);
     p.n_threads = 1;
     p.weights = QTTS_WEIGHTS_NATIVE;
+    p.predictor_weights = QTTS_WEIGHTS_DEFAULT;
     p.tokenizer_alt_regex = 0;
     p.load_codec = 1;
     return p;
@@ -59,7 +62,72 @@ static qtts_status load_tokenizer(qtts_model *m, qtts_error *e) {
     return QTTS_OK;
 }
 
-static int64_t mat_bytes(const qt_mat *w) { return (int64_t)w->rows * w->cols * (int64_t)dtype_size(w->dtype); }
+static int64_t mat_bytes(const qt_mat *w) {
+    if (!qt_is_quant(w)) return (int64_t)w->rows * w->cols * (int64_t)dtype_size(w->dtype);
+    const int64_t nb = qt_kpad(w->cols) / 32;
+    const int64_t per_block = (w->quant == QT_Q8_B32 ? 32 : 16) + 2 + (w->mins ? 2 : 0);
+    return (int64_t)w->rows * nb * per_block;
+}
+
+static const char *format_name(qtts_weight_type t) {
+    return t == QTTS_WEIGHTS_Q8 ? "q8" : t == QTTS_WEIGHTS_Q4 ? "q4" : "native";
+}
+
+/* Replace a matrix that points into the mmap by its quantised copy, then
+ * let the kernel drop the source pages from this process (they were only
+ * read to quantise), so resident memory holds the quantised bytes only. */
+static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qtts_error *e) {
+    if (t == QTTS_WEIGHTS_NATIVE) return QTTS_OK;
+    qt_mat q;
+    memset(&q, 0, sizeof q);
+    qtts_status s = qmat_quantize(w, t == QTTS_WEIGHTS_Q8 ? QT_Q8_B32 : QT_Q4M_B32, &q, e);
+    if (s) return s;
+    st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
+    *w = q;
+    return QTTS_OK;
+}
+
+static qtts_status quantize_layers(qtts_model *m, tf_weights *tw, qtts_weight_type t, qtts_error *e) {
+    qtts_status s = QTTS_OK;
+    for (int l = 0; l < tw->cfg.n_layers && !s; l++) {
+        tf_layer *L = &tw->layers[l];
+        qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+        for (int i = 0; i < 7 && !s; i++) s = quantize_mat(m, ms[i], t, e);
+    }
+    return s;
+}
+
+/* Quantise the per-frame matrices as the params ask (talker layers +
+ * codec_head; predictor layers, heads and projection). */
+static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
+    const qtts_weight_type tt = m->params.weights;
+    const qtts_weight_type pt = m->params.predictor_weights == QTTS_WEIGHTS_DEFAULT ? tt : m->params.predictor_weights;
+    if ((tt < QTTS_WEIGHTS_NATIVE || tt > QTTS_WEIGHTS_Q4) || (pt < QTTS_WEIGHTS_NATIVE || pt > QTTS_WEIGHTS_Q4))
+        return err_set(e, QTTS_ERR_INVALID_ARG, "unknown weight type (talker %d, predictor %d)", (int)tt, (int)pt);
+    m->talker_format = format_name(tt);
+    m->predictor_format = format_name(pt);
+    qtts_status s = quantize_layers(m, &m->talker.tf, tt, e);
+    if (!s) s = quantize_mat(m, &m->talker.codec_head, tt, e);
+    if (!s) s = quantize_layers(m, &m->cp.tf, pt, e);
+    for (int g = 0; g < m->cp.n_groups && !s; g++) s = quantize_mat(m, &m->cp.head[g], pt, e);
+    if (!s && m->cp.has_proj) s = quantize_mat(m, &m->cp.proj, pt, e);
+    return s;
+}
+
+static void free_quantized(qtts_model *m) {
+    tf_weights *tws[2] = {&m->talker.tf, &m->cp.tf};
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; tws[k]->layers && l < tws[k]->cfg.n_layers; l++) {
+            tf_layer *L = &tws[k]->layers[l];
+            qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+            for (int i = 0; i < 7; i++)
+                if (qt_is_quant(ms[i])) qmat_free(ms[i]);
+        }
+    if (qt_is_quant(&m->talker.codec_head)) qmat_free(&m->talker.codec_head);
+    for (int g = 0; m->cp.head && g < m->cp.n_groups; g++)
+        if (qt_is_quant(&m->cp.head[g])) qmat_free(&m->cp.head[g]);
+    if (qt_is_quant(&m->cp.proj)) qmat_free(&m->cp.proj);
+}
 
 static int64_t layers_bytes(const tf_weights *w) {
     int64_t b = 0;
@@ -125,6 +193,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         err_prefix(&e, "%s: ", dir);
         goto fail;
     }
+    if ((s = quantize_model(m, &e))) goto fail;
     if ((s = load_tokenizer(m, &e))) goto fail;
     if (m->params.load_codec) {
         char sdir[4096];
@@ -164,6 +233,7 @@ fail:
 
 void qtts_model_free(qtts_model *m) {
     if (!m) return;
+    free_quantized(m);
     talker_free(&m->talker);
     cp_free(&m->cp);
     tok_free(m->tok);
@@ -200,6 +270,8 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->n_params = m->n_params;
     info->weight_bytes = m->weight_bytes;
     info->weight_dtype = m->weight_dtype;
+    info->talker_format = m->talker_format ? m->talker_format : "native";
+    info->predictor_format = m->predictor_format ? m->predictor_format : "native";
 }
 
 int qtts_model_n_speakers(const qtts_model *m) { return m->cfg.n_speakers; }

@@ -31,6 +31,7 @@ struct qtts_model {
     int64_t n_params, weight_bytes;
     int64_t talker_bytes, predictor_bytes; /* weight bytes read per frame */
     const char *weight_dtype;
+    const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
 

@@ -37,6 +37,8 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
     o->newline_id = -1;
     o->user_id = -1;
     o->n_threads = 1;
+    o->weights = QTTS_WEIGHTS_NATIVE;
+    o->predictor_weights = QTTS_WEIGHTS_DEFAULT;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -101,6 +103,17 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
             o->sample_format = v;
         }
         else if (!strcmp(a, "--stdout")) o->to_stdout = 1;
+        else if (!strcmp(a, "--weights") || !strcmp(a, "--predictor-weights")) {
+            NEED();
+            int t = !strcmp(v, "native") || !strcmp(v, "bf16") ? QTTS_WEIGHTS_NATIVE : !strcmp(v, "q8") ? QTTS_WEIGHTS_Q8
+                    : !strcmp(v, "q4") ? QTTS_WEIGHTS_Q4 : -2;
+            if (t == -2) {
+                fprintf(stderr, "qtts: %s must be native, q8 or q4, got \"%s\"\n", a, v);
+                return EXIT_USAGE;
+            }
+            if (!strcmp(a, "--weights")) o->weights = t;
+            else o->predictor_weights = t;
+        }
         else if (!strcmp(a, "--ref-audio")) { NEED(); o->ref_audio = v; }
         else if (!strcmp(a, "--ref-text")) { NEED(); o->ref_text = v; }
         else if (!strcmp(a, "--ref-text-ids")) { NEED(); o->ref_text_ids = v; }

@@ -51,6 +51,8 @@ typedef struct cli_opts {
     int set_temperature, set_top_p, set_rep_pen, set_cp_temperature, set_cp_top_p, set_top_k, set_cp_top_k;
     int newline_id, user_id;
     int n_threads;
+    int weights;             /* qtts_weight_type for the talker (and predictor) */
+    int predictor_weights;   /* qtts_weight_type, -1 = same */
     int quiet;
     int alt_regex;
 } cli_opts;

@@ -5,8 +5,11 @@
 
 #include "cli.h"
 
-static qtts_model *load_quiet(const char *dir, int *rc) {
+static qtts_model *load_quiet(const char *dir, const cli_opts *o, int *rc) {
     qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = o->n_threads;
+    mp.weights = (qtts_weight_type)o->weights;
+    mp.predictor_weights = (qtts_weight_type)o->predictor_weights;
     qtts_model *m = NULL;
     char err[1024];
     qtts_status s = qtts_model_load(&m, dir, &mp, err, sizeof err);
@@ -27,7 +30,7 @@ int cmd_voices(int argc, char **argv, int first) {
         fprintf(stderr, "qtts voices: needs --model DIR\n");
         return EXIT_USAGE;
     }
-    qtts_model *m = load_quiet(o.model_dir, &rc);
+    qtts_model *m = load_quiet(o.model_dir, &o, &rc);
     if (!m) return rc;
     qtts_model_info info;
     qtts_model_get_info(m, &info);
@@ -68,7 +71,7 @@ int cmd_info(int argc, char **argv, int first) {
         fprintf(stderr, "qtts info: needs --model DIR\n");
         return EXIT_USAGE;
     }
-    qtts_model *m = load_quiet(o.model_dir, &rc);
+    qtts_model *m = load_quiet(o.model_dir, &o, &rc);
     if (!m) return rc;
     qtts_model_info in;
     qtts_model_get_info(m, &in);
@@ -80,6 +83,10 @@ int cmd_info(int argc, char **argv, int first) {
            in.codebook_size, in.sample_rate_hz, in.samples_per_frame, in.has_codec ? "" : " (decoder not loaded)");
     printf("weights:         %lld parameters, %.1f MiB, mostly %s\n", (long long)in.n_params,
            in.weight_bytes / 1048576.0, in.weight_dtype);
+    printf("in memory:       talker %s, code predictor %s; %.1f MiB read per frame (talker %.1f, predictor %.1f)\n",
+           in.talker_format, in.predictor_format, (in.talker_bytes + in.predictor_bytes) / 1048576.0,
+           in.talker_bytes / 1048576.0, in.predictor_bytes / 1048576.0);
+    printf("kernels:         %s, %d thread(s)\n", in.kernels, in.n_threads);
     printf("tokenizer:       %s\n", in.has_tokenizer ? "yes" : "no (text must be given as ids)");
     printf("speaker encoder: %s\n", in.has_speaker_encoder ? "yes" : "no");
     printf("files:\n");

@@ -133,6 +133,8 @@ int cmd_speak(int argc, char **argv, int first) {
 
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o.n_threads;
+    mp.weights = (qtts_weight_type)o.weights;
+    mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
     mp.tokenizer_alt_regex = o.alt_regex;
     mp.load_codec = want_audio || (o.ref_audio && !o.xvector_only);
     mp.log = log_stderr;
