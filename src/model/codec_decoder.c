@@ -418,6 +418,7 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, qtts_error 
 
 void codec_decoder_free(codec_decoder *d) {
     if (!d) return;
+    ops_free(&d->ops);
     for (int i = 0; i < d->n_owned; i++) free(d->owned[i]);
     free(d->owned);
     st_close(&d->st);
@@ -443,4 +444,9 @@ size_t codec_icl_cut_samples(int ref_frames, int total_frames, size_t n_samples)
     if (!(cut > 0.0)) return 0;
     if (cut >= (double)n_samples) return n_samples;
     return (size_t)cut;
+}
+
+void codec_decoder_set_threads(codec_decoder *d, int n_threads) {
+    ops_free(&d->ops);
+    ops_init(&d->ops, n_threads < 1 ? 1 : n_threads, 0);
 }

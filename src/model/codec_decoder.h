@@ -80,4 +80,8 @@ qtts_status codec_stream_decode_from_stage(codec_stream *s, const char *stage, c
  * evaluated in double as Python does. Returns that count. */
 size_t codec_icl_cut_samples(int ref_frames, int total_frames, size_t n_samples);
 
+/* Compute threads for this decoder's kernels (default 1). Calls from several
+ * threads at once stay correct (same bits); they just share the workers. */
+void codec_decoder_set_threads(codec_decoder *d, int n_threads);
+
 #endif

@@ -478,6 +478,7 @@ fail:
 
 void codec_encoder_free(codec_encoder *c) {
     if (!c) return;
+    ops_free(&c->ops);
     for (int i = 0; i < c->n_owned; i++) free(c->owned[i]);
     free(c->owned);
     free(c->steps);
@@ -490,3 +491,8 @@ void codec_encoder_free(codec_encoder *c) {
 int codec_encoder_n_codebooks(const codec_encoder *c) { return c->cfg.n_valid_q; }
 int codec_encoder_sample_rate(const codec_encoder *c) { return c->cfg.sample_rate; }
 int codec_encoder_samples_per_frame(const codec_encoder *c) { return c->cfg.samples_per_frame; }
+
+void codec_encoder_set_threads(codec_encoder *c, int n_threads) {
+    ops_free(&c->ops);
+    ops_init(&c->ops, n_threads < 1 ? 1 : n_threads, 0);
+}

@@ -62,4 +62,8 @@ qtts_status codec_encoder_encode_traced(const codec_encoder *c, const float *pcm
                                         int *n_frames, codec_encoder_trace_fn trace, void *user,
                                         qtts_error *e);
 
+/* Compute threads for this encoder's kernels (default 1). Calls from several
+ * threads at once stay correct (same bits); they just share the workers. */
+void codec_encoder_set_threads(codec_encoder *c, int n_threads);
+
 #endif

@@ -352,6 +352,25 @@ static void stats_test(void) {
                                              st.first_audio_ms > 0 && st.n_chunks >= 5 && st.n_prompt == 10,
                 "prefill %.3f talker %.3f cp %.3f decode %.3f first %.3f chunks %d prompt %d", st.prefill_ms, st.talker_ms,
                 st.predictor_ms, st.decode_ms, st.first_audio_ms, st.n_chunks, st.n_prompt);
+    /* the same request with 2 and 3 compute threads: the same bits */
+    for (int th = 2; th <= 3; th++) {
+        qtts_model_params mp = qtts_model_default_params();
+        mp.n_threads = th;
+        qtts_model *m2 = NULL;
+        qtts_context *c2 = NULL;
+        float *p2 = NULL;
+        size_t n2 = 0;
+        qtts_status s2 = qtts_model_load(&m2, test_path("golden/data/custom_voice"), &mp, err, sizeof err);
+        if (!s2) s2 = qtts_context_new(m2, NULL, &c2);
+        if (!s2) s2 = qtts_synthesize(c2, &gp, NULL, NULL, NULL, &p2, &n2);
+        char name[64];
+        snprintf(name, sizeof name, "pipeline/threads_%d_same_bits", th);
+        test_report(name, s2 == QTTS_OK && n2 == n && !memcmp(p2, pcm, sizeof(float) * n), "status %d, %zu vs %zu samples", s2,
+                    n2, n);
+        free(p2);
+        qtts_context_free(c2);
+        qtts_model_free(m2);
+    }
     free(pcm);
     /* teacher forcing with the golden greedy codes: full agreement; with other codes: those codes come out */
     npy_array gc = {0};
