@@ -90,7 +90,7 @@ static void git_commit(char *out, size_t n) {
     char line[128];
     if (fgets(line, sizeof line, p)) {
         trim(line);
-        if (line[0]) snprintf(out, n, "%s (source tree at run time)", line);
+        if (line[0]) snprintf(out, n, "%.40s (source tree at run time)", line);
     }
     pclose(p);
 }
