@@ -82,6 +82,8 @@ typedef struct bench_opts {
     const char *out_dir;
     const char *asr_cmd;
     const char *ref_weights;
+    int cold_per_case;         /* 1 = a cold run before every case, not only the first */
+    const char *quality_cases; /* suite: cases of the quality arm (NULL = short_en,long_en,clone_en) */
 } bench_opts;
 
 static char *list_buf[64];
@@ -146,15 +148,17 @@ void bench_help(FILE *f) {
             "      --frames N|auto|eos N frames per case, EOS ignored; auto = the case's typical length\n"
             "                          (default auto); eos = until the model stops (real checkpoints only)\n"
             "  -r, --reps N            measured runs after the cold run (default 5; fewer is flagged)\n"
+            "      --cold-per-case     a cold run before every case (default: before the first case only)\n"
             "      --seed N            seed (default 1234); --sample to sample instead of greedy decoding\n"
             "      --bw-mib N          buffer of the bandwidth measurement (default 1024 MiB)\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
             "  -q                      no progress on stderr\n\n"
-            "qtts-bench suite -m DIR [--out DIR] [run options] [--asr-cmd 'CMD {wav}']\n"
-            "  Speed runs of every case at every weight format, the quality arm against the native\n"
-            "  path, and report.md, results.json, results.csv, plot.svg in --out (default bench-out).\n\n"
+            "qtts-bench suite -m DIR [--out DIR] [run options] [--asr-cmd 'CMD {wav}'] [--quality-cases LIST]\n"
+            "  Speed runs of every case at every weight format (-w all; --frames 8 unless given), the\n"
+            "  quality arm against --ref (default native) on short_en,long_en,clone_en, and report.md,\n"
+            "  results.json, results.csv, plot.svg, wav/ in --out (default bench-out).\n\n"
             "qtts-bench make-model --size 0.6b|1.7b --type custom_voice|base|voice_design [--seed N] DIR\n"
             "  A synthetic checkpoint with the real geometry, names and dtypes (random weights).\n\n"
             "qtts-bench quality -m DIR [-w LIST] [--ref native] [--cases LIST] [--frames N] [--asr-cmd 'CMD {wav}']\n"
@@ -169,7 +173,7 @@ void bench_help(FILE *f) {
 
 static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     memset(o, 0, sizeof o[0]);
-    o->frames = suite ? 24 : -1;
+    o->frames = suite ? 8 : -1;
     o->reps = 5;
     o->seed = 1234;
     o->greedy = 1;
@@ -177,6 +181,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     o->bw_mib = 1024;
     o->ref_weights = "native";
     o->out_dir = "bench-out";
+    if (suite) o->quality_cases = "short_en,long_en,clone_en";
     const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default", *cases = "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -202,6 +207,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
             }
         } else if (OPT("--seed", "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (strcmp(a, "--sample") == 0) o->greedy = 0;
+        else if (strcmp(a, "--cold-per-case") == 0) o->cold_per_case = 1;
         else if (strcmp(a, "--greedy") == 0) o->greedy = 1;
         else if (OPT("-o", "--output")) {
             if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv") && strcmp(v, "none")) {
@@ -217,6 +223,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("--out", "--out-dir")) o->out_dir = v;
         else if (OPT("--asr-cmd", "--asr-cmd")) o->asr_cmd = v;
         else if (OPT("--ref", "--ref")) o->ref_weights = v;
+        else if (OPT("--quality-cases", "--quality-cases")) o->quality_cases = v;
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
         else {
             fprintf(stderr, "qtts-bench: unknown or incomplete option '%s' (see qtts-bench help)\n", a);
@@ -410,7 +417,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                     cfg_model[k] = li;
                 }
         int total_runs = 0, done = 0;
-        for (int ci = 0; ci < o->n_cases; ci++) total_runs += nc * (o->reps + 1);
+        for (int ci = 0; ci < o->n_cases; ci++) total_runs += nc * (o->reps + (ci == 0 || o->cold_per_case));
         for (int ci = 0; ci < o->n_cases; ci++) {
             const bench_case *c = o->cases[ci];
             /* one record per configuration for this case */
@@ -443,10 +450,13 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                     snprintf(rec->error, sizeof rec->error, "skipped: the clone case needs a Base model");
             }
             for (int rep = 0; rep <= o->reps; rep++) {
-                for (int j = 0; j < nc; j++, done++) {
+                for (int j = 0; j < nc; j++) {
                     bench_record *rec = &R[j];
                     loaded *l = &L[cfg_model[j]];
                     if (rec->error[0]) continue;
+                    /* the cold run (page-in, allocator growth) is the first run after the
+                     * load: on the first case, or on every case with --cold-per-case */
+                    if (rep == 0 && ci > 0 && !o->cold_per_case) continue;
                     run_request rq;
                     memset(&rq, 0, sizeof rq);
                     rq.c = c;
@@ -465,8 +475,9 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                         rec->runs[rec->n_runs++] = out.m;
                         any_ok = 1;
                     }
+                    done++;
                     if (!o->quiet)
-                        fprintf(stderr, "[%d/%d] %s %s %s t%d %d/%d %s %s: RTF %.3f, %d frames\n", done + 1,
+                        fprintf(stderr, "[%d/%d] %s %s %s t%d %d/%d %s %s: RTF %.3f, %d frames\n", done,
                                 total_runs, rec->model_name, c->name, rec->weights, rec->n_threads, rec->first_chunk,
                                 rec->chunk, rec->mode, rep == 0 ? "cold" : "run", out.m.rtf, (int)out.m.n_frames);
                     run_output_free(&out);
@@ -546,14 +557,22 @@ int cmd_suite(int argc, char **argv) {
     /* quality arm: every other weight format against the reference path */
     const char *const *test_w = o.weights;
     const int nt = o.n_weights;
+    /* the quality arm runs 3 syntheses per case and format: a short, a long
+     * and the clone case unless --quality-cases says otherwise */
+    const bench_case *qcases[64];
+    int nq = 0;
+    for (int i = 0; i < o.n_cases; i++)
+        if (!o.quality_cases || strstr(o.quality_cases, o.cases[i]->name) ||
+            (strcmp(o.quality_cases, "all") == 0))
+            qcases[nq++] = o.cases[i];
     char wav_dir[4096];
-    snprintf(wav_dir, sizeof wav_dir, "%s/wav", o.out_dir);
+    snprintf(wav_dir, sizeof wav_dir, "%.4000s/wav", o.out_dir);
     mkdir(wav_dir, 0755);
-    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 24, o.threads[o.n_threads - 1],
+    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
                           o.seed, wav_dir};
     for (int mi = 0; mi < o.n_models; mi++) {
         if (!o.quiet) fprintf(stderr, "quality arm: %s\n", o.models[mi]);
-        if (quality_run(o.models[mi], test_w, nt, o.cases, o.n_cases, &qo, &r)) rc = -1;
+        if (quality_run(o.models[mi], test_w, nt, qcases, nq, &qo, &r)) rc = -1;
     }
     r.total_s = (bench_now_ms() - t0) / 1000.0;
     char p[4096];
@@ -579,7 +598,7 @@ int cmd_quality(int argc, char **argv) {
     bench_report r;
     report_init(&o, &r);
     const double t0 = bench_now_ms();
-    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 24, o.threads[o.n_threads - 1],
+    quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
                           o.seed, NULL};
     int rc = 0;
     for (int mi = 0; mi < o.n_models; mi++)

@@ -89,7 +89,7 @@ int plot_write_svg(const bench_report *r, const char *path) {
                            record_summary(rec, m_cp).median + record_summary(rec, m_dec).median;
         ymax2 = fmax(ymax2, tot);
     }
-    ymax1 = nice_max(fmax(ymax1 * 1.05, 1.1));
+    ymax1 = nice_max(ymax1 * 1.05);
     ymax2 = nice_max(ymax2 * 1.05);
     const int nb = nl > 0 ? nl : 1;
     const double bw = 14, gap = 18, left = 70, top = 60, ph = 260, legend_h = 20.0 * nl + 30;

@@ -80,7 +80,7 @@ static const char *definitions =
     "bytes read per frame / (talker + CP time per frame); roofline = GB/s / read bandwidth measured in the same "
     "run (1.0 = the bandwidth floor). Peak RSS = VmHWM of the process, reset before each run (includes the "
     "memory-mapped weights). Each figure is the median [p95] of the measured runs (min/max in JSON and CSV); the "
-    "cold run (first run of a case on a configuration) is on its own line.";
+    "cold run (the first run after loading a configuration: page-in, allocator growth) is on its own line.";
 
 static const char *frames_text(const bench_report *r, char *buf, size_t n) {
     if (r->frames_mode > 0) snprintf(buf, n, "forced to %d per case, EOS ignored", r->frames_mode);
@@ -171,12 +171,14 @@ static void write_md(const bench_report *r, FILE *f) {
             fputc('\n', f);
             continue;
         }
-        fprintf(f, "%s %d | cold | - |", head, (int)rec->cold.n_frames);
-        for (int c = 0; c < N_MD_COLS; c++) {
-            const metric_desc *d = bench_metric(md_cols[c]);
-            md_cell(f, d->fmt, metric_get(&rec->cold, d));
+        if (rec->cold.n_frames > 0) {
+            fprintf(f, "%s %d | cold | - |", head, (int)rec->cold.n_frames);
+            for (int c = 0; c < N_MD_COLS; c++) {
+                const metric_desc *d = bench_metric(md_cols[c]);
+                md_cell(f, d->fmt, metric_get(&rec->cold, d));
+            }
+            fputc('\n', f);
         }
-        fputc('\n', f);
         const bench_summary rs = record_summary(rec, bench_metric("rtf"));
         fprintf(f, "%s %d | median [p95] of %d |", head, rec->n_runs ? (int)rec->runs[0].n_frames : 0, rec->n_runs);
         if (isnan(rs.min)) fputs(" - |", f);
@@ -292,7 +294,7 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "compiler", json_string(s->compiler));
         json_object_set_new(o, "cflags", json_string(s->cflags));
         if (rec->error[0]) json_object_set_new(o, "error", json_string(rec->error));
-        json_object_set_new(o, "cold", rec->cold.status || rec->n_runs ? metrics_json(&rec->cold) : json_null());
+        json_object_set_new(o, "cold", rec->cold.n_frames > 0 ? metrics_json(&rec->cold) : json_null());
         json_t *runs = json_array();
         for (int k = 0; k < rec->n_runs; k++) json_array_append_new(runs, metrics_json(&rec->runs[k]));
         json_object_set_new(o, "runs", runs);
@@ -361,7 +363,7 @@ static void write_csv(const bench_report *r, FILE *f) {
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
         if (rec->n_runs == 0) continue; /* failed or skipped: in the markdown and JSON with the reason */
-        for (int kind = 0; kind < 2; kind++) {
+        for (int kind = rec->cold.n_frames > 0 ? 0 : 1; kind < 2; kind++) {
             csv_str(f, rec->model_name);
             fprintf(f, ",%s,%s,%d,%s,%s,%s,%d,%d,%d,%s,%s,%s,%d,%s,%d,", rec->size_name, rec->type_name,
                     rec->synthetic, rec->weights, rec->weight_dtype, rec->kernels, rec->n_threads, rec->first_chunk,
