@@ -77,7 +77,7 @@ typedef struct sys_info {
     char kernel[128];
     char compiler[128];      /* __VERSION__ of the bench build */
     char cflags[512];        /* compile flags of the library, as recorded in the binary */
-    char commit[64];         /* source commit (git describe --always --dirty) */
+    char commit[96];         /* source commit (git describe --always --dirty) */
     char date[32];           /* UTC, ISO 8601 */
     char hostname[64];
     double mem_total_gb;
