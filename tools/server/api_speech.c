@@ -227,10 +227,11 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
         gp.seed = (z ^ (z >> 31)) >> 1;
     }
-    long long cap = gp.max_new_tokens;
-    if (s->cfg.max_frames > 0 && cap > s->cfg.max_frames + 1) cap = s->cfg.max_frames + 1;
+    /* the server's frame cap bounds what a request may ask; the model's
+     * generation_config gives the default */
+    const long long cap = s->cfg.max_frames > 0 ? s->cfg.max_frames + 1 : gp.max_new_tokens;
     if ((p = json_opt_int(o, "max_new_tokens", 1, cap, &v, e)) < 0) goto out;
-    gp.max_new_tokens = (int)(p ? v : cap);
+    gp.max_new_tokens = (int)(p ? v : gp.max_new_tokens < cap ? gp.max_new_tokens : cap);
     /* measurement aid: exactly this many frames, end of speech ignored */
     if ((p = json_opt_int(o, "force_frames", 1, cap - 1, &v, e)) < 0) goto out;
     if (p) gp.force_frames = (int)v;
