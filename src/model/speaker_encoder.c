@@ -260,6 +260,7 @@ static void track_conv(speaker_encoder *s, const conv_layer *l) {
 
 void speaker_encoder_free(speaker_encoder *s) {
     if (!s) return;
+    ops_free(&s->ops);
     free(s->mel_basis);
     conv_free(&s->block0);
     if (s->se) {
