@@ -83,7 +83,7 @@ typedef struct bench_opts {
     const char *asr_cmd;
     const char *ref_weights;
     int cold_per_case;         /* 1 = a cold run before every case, not only the first */
-    const char *quality_cases; /* suite: cases of the quality arm (NULL = short_en,long_en,clone_en) */
+    const char *quality_cases; /* suite: cases of the quality arm (NULL = all of --cases) */
 } bench_opts;
 
 static char *list_buf[64];
@@ -156,9 +156,10 @@ void bench_help(FILE *f) {
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
             "  -q                      no progress on stderr\n\n"
             "qtts-bench suite -m DIR [--out DIR] [run options] [--asr-cmd 'CMD {wav}'] [--quality-cases LIST]\n"
-            "  Speed runs of every case at every weight format (-w all; --frames 8 unless given), the\n"
-            "  quality arm against --ref (default native) on short_en,long_en,clone_en, and report.md,\n"
-            "  results.json, results.csv, plot.svg, wav/ in --out (default bench-out).\n\n"
+            "  Speed runs at every weight format (-w all; --frames 8; cases short_en,short_zh,medium_de,\n"
+            "  long_en,clone_en unless given), the quality arm against --ref (default native) on\n"
+            "  short_en,long_en, and report.md, results.json, results.csv, plot.svg, wav/ in --out\n"
+            "  (default bench-out). Fits 10 minutes on a 0.6B model on a 2-core machine.\n\n"
             "qtts-bench make-model --size 0.6b|1.7b --type custom_voice|base|voice_design [--seed N] DIR\n"
             "  A synthetic checkpoint with the real geometry, names and dtypes (random weights).\n\n"
             "qtts-bench quality -m DIR [-w LIST] [--ref native] [--cases LIST] [--frames N] [--asr-cmd 'CMD {wav}']\n"
@@ -167,7 +168,8 @@ void bench_help(FILE *f) {
             "qtts-bench compare A.json B.json [--metric rtf]\n"
             "  Cases matched pairwise: per-case deltas, median, mean and weighted change, faster/slower.\n\n"
             "qtts-bench wer REF HYP      normalised WER of two strings\n"
-            "qtts-bench bandwidth [-t LIST] [--bw-mib N]   memory read bandwidth\n",
+            "qtts-bench bandwidth [-t LIST] [--bw-mib N]   memory read bandwidth\n"
+            "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }
 
@@ -181,8 +183,9 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     o->bw_mib = 1024;
     o->ref_weights = "native";
     o->out_dir = "bench-out";
-    if (suite) o->quality_cases = "short_en,long_en,clone_en";
-    const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default", *cases = "all";
+    if (suite) o->quality_cases = "short_en,long_en";
+    const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default",
+               *cases = suite ? "short_en,short_zh,medium_de,long_en,clone_en" : "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define OPT(s, l) ((strcmp(a, s) == 0 || strcmp(a, l) == 0) && v && (i++, 1))
@@ -324,7 +327,7 @@ typedef struct loaded {
     double load_ms;
     char err[512];
     qtts_voice *voice_x, *voice_icl;
-    double voice_ms;
+    double voice_ms, voice_icl_ms; /* making the x-vector voice / the ICL voice from the 3 s clip */
 } loaded;
 
 static void make_voices(loaded *L) {
@@ -344,8 +347,10 @@ static void make_voices(loaded *L) {
     L->voice_ms = bench_now_ms() - t0;
     vp = qtts_voice_default_params();
     vp.ref_text = tr;
+    const double t1 = bench_now_ms();
     if (!L->err[0] && qtts_voice_from_pcm(L->model, pcm, n, 24000, &vp, &L->voice_icl, err, sizeof err))
         snprintf(L->err, sizeof L->err, "ICL voice: %s", err);
+    L->voice_icl_ms = bench_now_ms() - t1;
     free(pcm);
 }
 
@@ -443,6 +448,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 rec->frames_forced = case_frames(o, c);
                 rec->load_ms = l->load_ms;
                 rec->voice_ms = l->voice_ms;
+                rec->voice_icl_ms = l->voice_icl_ms;
                 rec->bw_gbps = report_bw_for(r, cfg[j].n_threads);
                 if (!l->model) snprintf(rec->error, sizeof rec->error, "load failed: %.200s", l->err);
                 else if (l->err[0]) snprintf(rec->error, sizeof rec->error, "%.240s", l->err);
@@ -557,8 +563,9 @@ int cmd_suite(int argc, char **argv) {
     /* quality arm: every other weight format against the reference path */
     const char *const *test_w = o.weights;
     const int nt = o.n_weights;
-    /* the quality arm runs 3 syntheses per case and format: a short, a long
-     * and the clone case unless --quality-cases says otherwise */
+    /* the quality arm runs 3 syntheses per case and format: a short and a
+     * long case unless --quality-cases says otherwise (speaker similarity
+     * uses the x-vector voice of the reference clip on Base models) */
     const bench_case *qcases[64];
     int nq = 0;
     for (int i = 0; i < o.n_cases; i++)

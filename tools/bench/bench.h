@@ -81,6 +81,7 @@ typedef struct sys_info {
     char date[32];           /* UTC, ISO 8601 */
     char hostname[64];
     double mem_total_gb;
+    char loadavg[64];        /* /proc/loadavg when the report started: other work on the machine */
 } sys_info;
 
 void sys_collect(sys_info *s);
@@ -225,7 +226,7 @@ typedef struct bench_record {
     char case_name[32], length[16], language[16];
     int text_chars;
     int frames_forced;        /* > 0: frames forced, EOS ignored; 0: until EOS */
-    double load_ms, voice_ms, bw_gbps;
+    double load_ms, voice_ms, voice_icl_ms, bw_gbps; /* voice: Base models, 3 s reference clip */
     run_metrics cold;         /* first run of this case on this configuration */
     run_metrics runs[BENCH_MAX_RUNS];
     int n_runs;
@@ -329,6 +330,7 @@ int cmd_compare(int argc, char **argv);    /* compare.c */
 int cmd_quality(int argc, char **argv);    /* quality.c */
 int cmd_wer(int argc, char **argv);        /* wer.c */
 int cmd_bandwidth(int argc, char **argv);  /* sysinfo.c */
+int cmd_plot(int argc, char **argv);       /* plot.c: SVG from a JSON report */
 void bench_help(FILE *f);                  /* bench.c */
 
 #endif

@@ -140,7 +140,7 @@ static void write_md(const bench_report *r, FILE *f) {
                 r->bw_threads[i] == 1 ? "" : "s");
     fprintf(f, " (%.0f MiB buffer, best of 5) |\n", r->bw_buffer_mib);
     fprintf(f, "| build | %s; %s; flags: %s |\n", s->commit, s->compiler, s->cflags);
-    fprintf(f, "| system | %s, %s |\n", s->kernel, s->date);
+    fprintf(f, "| system | %s, %s; load average at start %s |\n", s->kernel, s->date, s->loadavg);
     fprintf(f, "| frames | %s |\n", frames_text(r, fb, sizeof fb));
     fprintf(f, "| runs | 1 cold + %d measured per case and configuration; %s decoding, seed %llu |\n", r->reps,
             r->greedy ? "greedy" : "sampled", (unsigned long long)r->seed);
@@ -255,6 +255,7 @@ static json_t *report_json(const bench_report *r) {
         json_array_append_new(bw, json_pack("{s:i, s:f}", "threads", r->bw_threads[i], "gbps", r->bw_gbps[i]));
     json_object_set_new(mach, "read_bandwidth", bw);
     json_object_set_new(mach, "bandwidth_buffer_mib", json_real(r->bw_buffer_mib));
+    json_object_set_new(mach, "loadavg_at_start", json_string(s->loadavg));
     json_object_set_new(root, "machine", mach);
     char fb[128];
     json_object_set_new(root, "run",
@@ -287,7 +288,8 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "codec_bytes", json_integer(rec->codec_bytes));
         json_object_set_new(o, "n_params", json_integer(rec->n_params));
         json_object_set_new(o, "load_ms", jnum(rec->load_ms));
-        json_object_set_new(o, "voice_ms", jnum(rec->voice_ms));
+        json_object_set_new(o, "voice_xvector_ms", jnum(rec->voice_ms));
+        json_object_set_new(o, "voice_icl_ms", jnum(rec->voice_icl_ms));
         json_object_set_new(o, "read_bandwidth_gbps", jnum(rec->bw_gbps));
         json_object_set_new(o, "cpu", json_string(s->cpu_model));
         json_object_set_new(o, "commit", json_string(s->commit));
@@ -443,6 +445,19 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(mach, "cpu", r->sys.cpu_model, sizeof r->sys.cpu_model);
         jstr(mach, "commit", r->sys.commit, sizeof r->sys.commit);
         jstr(mach, "date", r->sys.date, sizeof r->sys.date);
+    }
+    json_t *run = json_object_get(root, "run");
+    if (run) {
+        r->frames_mode = (int)jget(run, "frames");
+        r->reps = (int)jget(run, "measured_runs");
+        r->seed = (uint64_t)jget(run, "seed");
+        r->greedy = json_is_true(json_object_get(run, "greedy"));
+        r->total_s = jget(run, "total_s");
+    }
+    json_t *bw = mach ? json_object_get(mach, "read_bandwidth") : NULL;
+    for (size_t i = 0; i < json_array_size(bw) && r->n_bw < BENCH_MAX_LIST; i++) {
+        r->bw_threads[r->n_bw] = (int)jget(json_array_get(bw, i), "threads");
+        r->bw_gbps[r->n_bw++] = jget(json_array_get(bw, i), "gbps");
     }
     const size_t n = json_array_size(recs);
     r->rec = calloc(n ? n : 1, sizeof *r->rec);

@@ -132,6 +132,11 @@ void sys_collect(sys_info *s) {
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(s->date, sizeof s->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fgets(s->loadavg, sizeof s->loadavg, f)) trim(s->loadavg);
+        fclose(f);
+    }
     f = fopen("/proc/meminfo", "r");
     if (f) {
         long kb;
