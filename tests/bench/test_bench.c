@@ -240,7 +240,8 @@ static void test_synthesis(void) {
                       fabs(mm->rtf * mm->rtfx - 1) < 1e-9 && mm->ttfa_ms > 0 && mm->ttfa_ms <= mm->wall_ms &&
                       mm->cadence_ms >= 0 && mm->viability > 0 && mm->viability <= 1 && mm->talker_ms_f > 0 &&
                       mm->predictor_ms_f > 0 && mm->decode_ms_f > 0 && mm->peak_rss_mib > 0 && mm->gbps > 0 &&
-                      fabs(mm->roofline - mm->gbps / 10.0) < 1e-9 && mm->mhz_mean >= 0,
+                      fabs(mm->roofline - mm->gbps / 10.0) < 1e-9 && mm->mhz_mean >= 0 && mm->nonfinite == 0 &&
+                      fabs(mm->audio_rms - r) < 1e-4 && fabs(mm->audio_peak - peak) < 1e-6,
                   "frames %g audio %g chunks %g rtf %g ttfa %g wall %g viab %g tk %g cp %g dec %g rss %g gbps %g",
                   mm->n_frames, mm->audio_s, mm->n_chunks, mm->rtf, mm->ttfa_ms, mm->wall_ms, mm->viability,
                   mm->talker_ms_f, mm->predictor_ms_f, mm->decode_ms_f, mm->peak_rss_mib, mm->gbps);

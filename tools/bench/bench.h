@@ -158,6 +158,8 @@ typedef struct run_metrics {
     double gbps;             /* (talker + predictor bytes) per frame / LM time per frame */
     double roofline;         /* gbps / measured read bandwidth */
     double mhz_mean, mhz_min, mhz_max;
+    double audio_rms, audio_peak; /* of the delivered PCM: a sanity check of the output level */
+    double nonfinite;        /* NaN/Inf samples delivered (must be 0) */
     int status;              /* qtts_status of the call */
 } run_metrics;
 

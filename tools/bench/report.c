@@ -34,6 +34,9 @@ const metric_desc bench_metrics[] = {
     M("mhz_mean", "MHz", mhz_mean, -1, "%.0f"),
     M("mhz_min", "MHz min", mhz_min, -1, "%.0f"),
     M("mhz_max", "MHz max", mhz_max, -1, "%.0f"),
+    M("audio_rms", "audio RMS", audio_rms, -1, "%.3f"),
+    M("audio_peak", "audio peak", audio_peak, -1, "%.3f"),
+    M("nonfinite_samples", "NaN/Inf samples", nonfinite, 1, "%.0f"),
 };
 #undef M
 const int bench_n_metrics = (int)(sizeof bench_metrics / sizeof bench_metrics[0]);
@@ -189,6 +192,10 @@ static void write_md(const bench_report *r, FILE *f) {
         }
         fputc('\n', f);
         if (rec->error[0]) fprintf(f, "\n> %s %s: %s\n\n", rec->model_name, rec->case_name, rec->error);
+        const bench_summary nf = record_summary(rec, bench_metric("nonfinite_samples"));
+        if (nf.max > 0)
+            fprintf(f, "\n> **%s %s: the output had NaN/Inf samples (up to %.0f per run)**\n\n", rec->model_name,
+                    rec->case_name, nf.max);
     }
     if (r->n_q) {
         fprintf(f, "\n## Quality (same inputs, greedy, same seed; test weights against the reference path)\n\n");

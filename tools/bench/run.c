@@ -22,6 +22,8 @@ typedef struct chunk_log {
     int32_t *codes;
     int n_codes, cap_codes;
     int keep_codes;
+    double sumsq, peak;      /* over every delivered sample */
+    long nonfinite;
 } chunk_log;
 
 static int on_audio(const float *pcm, size_t n, void *user) {
@@ -33,6 +35,15 @@ static int on_audio(const float *pcm, size_t n, void *user) {
         l->count++;
     } else {
         l->overflow = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const double v = pcm[i];
+        if (!isfinite(v)) {
+            l->nonfinite++;
+            continue;
+        }
+        l->sumsq += v * v;
+        if (fabs(v) > l->peak) l->peak = fabs(v);
     }
     if (l->keep) {
         if (l->n_pcm + n > l->cap_pcm) {
@@ -139,6 +150,9 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     m->rtf = m->audio_s > 0 ? m->wall_ms / 1000.0 / m->audio_s : NAN;
     m->rtfx = m->rtf > 0 ? 1.0 / m->rtf : NAN;
     m->n_chunks = log->count;
+    m->audio_rms = total ? sqrt(log->sumsq / (double)total) : NAN;
+    m->audio_peak = total ? log->peak : NAN;
+    m->nonfinite = (double)log->nonfinite;
     m->ttfa_ms = log->count ? log->t[0] : NAN;
     /* cadence and streaming viability: a player starts at the first chunk and
      * plays continuously; a chunk arriving after the audio before it has run
