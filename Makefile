@@ -81,9 +81,19 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(isa_flags) $(if $(filter tools/server/%,$<),$(SERVER_CFLAGS)) -MMD -MP -c $< -o $@
 
-$(BUILD)/libqtts.a: $(LIB_OBJ)
+# libqtts.a exports only the public qtts_* symbols: the objects are linked
+# into one relocatable object and every other global is made local, so the
+# library's internal names can never clash with a program's. The tests, which
+# reach internal functions through src/ headers, link libqtts-internal.a.
+$(BUILD)/libqtts-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libqtts.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(LD) -r -o $(BUILD)/libqtts.o $^
+	objcopy -w --keep-global-symbol='qtts_*' $(BUILD)/libqtts.o
+	rm -f $@ && ar rcs $@ $(BUILD)/libqtts.o
 
 $(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
@@ -95,18 +105,18 @@ $(BUILD)/qtts-server: $(SERVER_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(SERVER_OBJ) $(BUILD)/libqtts.a $(SERVER_LIBS) $(LDLIBS)
 
 # tests of the server link its objects (all but main.c)
-$(BUILD)/tests/server/%: tests/server/%.c $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts.a
+$(BUILD)/tests/server/%: tests/server/%.c $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/common -Itools/server -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts.a $(SERVER_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/common -Itools/server -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts-internal.a $(SERVER_LIBS) $(LDLIBS)
 
 # tests of the bench tool link its objects (all but main.c)
-$(BUILD)/tests/bench/%: tests/bench/%.c $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts.a
+$(BUILD)/tests/bench/%: tests/bench/%.c $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/common -Itools/bench -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests/common -Itools/bench -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts-internal.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(TCOMMON_OBJ) $(BUILD)/libqtts.a
+$(BUILD)/tests/%: tests/%.c $(TCOMMON_OBJ) $(BUILD)/libqtts-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/common -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests/common -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(BUILD)/libqtts-internal.a $(LDLIBS)
 
 # The public header must compile as C++ too.
 $(BUILD)/tests/header_cxx.o: include/qtts.h
