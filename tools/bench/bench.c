@@ -21,6 +21,8 @@
 static const weight_name weight_names[] = {
     {"native", QTTS_WEIGHTS_NATIVE},
     {"bf16", QTTS_WEIGHTS_NATIVE}, /* the released checkpoints store BF16: native */
+    {"q8", QTTS_WEIGHTS_Q8},
+    {"q4", QTTS_WEIGHTS_Q4},
 };
 
 int bench_parse_weights(const char *name, qtts_weight_type *t, const char **canon) {
