@@ -629,6 +629,12 @@ static void *hammer_main(void *arg) {
     return NULL;
 }
 
+static void slow_task(void *arg, int t, int nt) {
+    probe_task(arg, t, nt);
+    struct timespec ts = {0, 200 * 1000};
+    nanosleep(&ts, NULL);
+}
+
 static void test_pool(void) {
     threadpool *p = threadpool_create(3);
     CHECK("pool_create", p && threadpool_size(p) == 3, "no pool");
@@ -636,24 +642,29 @@ static void test_pool(void) {
     pool_probe pr;
     memset(&pr, 0, sizeof pr);
     const int runs = 20000;
-    for (int r = 0; r < runs; r++) threadpool_run(p, probe_task, &pr, 1 + r % 3);
-    int expect[3] = {0, 0, 0};
+    for (int r = 0; r < runs; r++) threadpool_run(p, probe_task, &pr, 1 + r % 8);
+    int expect[8] = {0}, total = 0;
     for (int r = 0; r < runs; r++)
-        for (int t = 0; t < 1 + r % 3; t++) expect[t]++;
-    CHECK("pool_every_task_once", !pr.bad && pr.hits[0] == expect[0] && pr.hits[1] == expect[1] &&
-                                      pr.hits[2] == expect[2] && pr.calls == expect[0] + expect[1] + expect[2],
-          "task counts %d %d %d, expected %d %d %d", (int)pr.hits[0], (int)pr.hits[1], (int)pr.hits[2], expect[0],
-          expect[1], expect[2]);
-    CHECK("pool_tasks_on_workers",
-          pthread_equal(pr.who[0], pthread_self()) && !pthread_equal(pr.who[1], pthread_self()) &&
-              !pthread_equal(pr.who[2], pthread_self()) && !pthread_equal(pr.who[1], pr.who[2]),
-          "task 0 must run on the caller and tasks 1, 2 on two workers");
-    /* after the workers went to sleep, a job still wakes them */
+        for (int t = 0; t < 1 + r % 8; t++) expect[t]++, total++;
+    int counts_ok = !pr.bad && pr.calls == total;
+    for (int t = 0; t < 8; t++) counts_ok &= pr.hits[t] == expect[t];
+    CHECK("pool_every_task_once", counts_ok, "%d task calls for %d tasks (task 0: %d of %d)", (int)pr.calls, total,
+          (int)pr.hits[0], expect[0]);
+    /* slow tasks: the workers take some of them */
+    int on_workers = 0;
+    for (int r = 0; r < 50; r++) {
+        memset(&pr, 0, sizeof pr);
+        threadpool_run(p, slow_task, &pr, 3);
+        for (int t = 0; t < 3; t++) on_workers += pr.hits[t] == 1 && !pthread_equal(pr.who[t], pthread_self());
+        counts_ok &= pr.hits[0] == 1 && pr.hits[1] == 1 && pr.hits[2] == 1;
+    }
+    CHECK("pool_workers_take_tasks", on_workers > 0 && counts_ok, "%d of 150 slow tasks ran on workers", on_workers);
+    /* after the workers went to sleep, jobs still complete */
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
     memset(&pr, 0, sizeof pr);
-    threadpool_run(p, probe_task, &pr, 3);
-    CHECK("pool_wakes_sleepers", pr.hits[0] == 1 && pr.hits[1] == 1 && pr.hits[2] == 1, "a sleeping worker missed a job");
+    threadpool_run(p, probe_task, &pr, 5);
+    CHECK("pool_after_sleep", pr.calls == 5 && pr.hits[4] == 1, "a job after the workers slept did not complete");
     threadpool_destroy(p);
     threadpool_destroy(NULL);
     CHECK("pool_create_one_thread", threadpool_create(1) == NULL, "a pool of 1 thread needs no workers");

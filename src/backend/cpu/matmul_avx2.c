@@ -8,8 +8,10 @@
  * copy, then a fixed horizontal sum, then + bias. Int formats: per block of 32
  * an exact int32 dot (vpmaddubsw + vpmaddwd; int8 uses the sign trick
  * |x| * sign(w, x), no int16 overflow since |q| <= 127), converted to f32 and
- * FMA'd with d_w * d_x in block order; int4 adds the offset/min term per group
- * of 4 blocks. Also the int kernels of the AVX-512 table on CPUs without VNNI. */
+ * FMA'd with d_w * d_x in block order; int4 unpacks two blocks per vector
+ * (activations in group-2 order, quant.h) and cancels its offset exactly in
+ * int32 (with min: m * d_x * isum in f32). Also the int kernels of the
+ * AVX-512 table on CPUs without VNNI. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -60,11 +62,16 @@ AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 2
         for (int i = 0; i < N; i++) acc[r][i] = _mm256_setzero_ps();
+    const int esz = dt == DT32 ? 4 : 2;
     int j = 0;
     for (; j + 8 <= cols; j += 8) {
         __m256 xv[2];
 #pragma GCC unroll 2
         for (int i = 0; i < N; i++) xv[i] = _mm256_loadu_ps(x + i * xst + j);
+        /* decode (N = 1): the next 4 rows' line at this column into L2 (see matmul_avx512.c) */
+        if (N == 1 && R == 4 && ((j * esz) & 63) == 0)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; r++) _mm_prefetch((const char *)(w + (R + r) * wst + (size_t)j * esz), _MM_HINT_T1);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const __m256 wv = load_w(dt, w + r * wst, j);
@@ -154,6 +161,12 @@ AI __m256 bcast(__m128 s4, int k) {
     return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4), _mm256_set1_epi32(k));
 }
 
+/* [s_{2p} x4, s_{2p+1} x4] */
+AI __m256 bcast_pair(__m128 s4, int p) {
+    const __m256i idx = p ? _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3) : _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s4), idx);
+}
+
 AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, int i0, float out[4][2]) {
     const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK, ng = nb / 4;
     const size_t rb = qmat_row_bytes(W);
@@ -163,43 +176,65 @@ AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, 
     q8_rows xr[2];
     for (int i = 0; i < N; i++) xr[i] = q8_prep_row(prep, cols, i0 + i);
     __m256 acc[4][2];
+#pragma GCC unroll 4
     for (int rr = 0; rr < R; rr++)
+#pragma GCC unroll 2
         for (int i = 0; i < N; i++) acc[rr][i] = _mm256_setzero_ps();
     const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0f);
     for (int g = 0; g < ng; g++) {
+#pragma GCC unroll 4
         for (int rr = 0; rr < R; rr++) {
             const __m128 dw4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(sbase + (size_t)rr * nb + 4 * g)));
+            if (N == 1 && R == 4) { /* next tile (see tile_f) */
+                const char *pf = (const char *)(wbase + (R + rr) * rb + (size_t)(fmt == FQ8 ? 128 : 64) * g);
+                _mm_prefetch(pf, _MM_HINT_T1);
+                if (fmt == FQ8) _mm_prefetch(pf + 64, _MM_HINT_T1);
+            }
+#pragma GCC unroll 2
             for (int i = 0; i < N; i++) {
                 const __m128 s4 = _mm_mul_ps(dw4, _mm_loadu_ps(xr[i].dx + 4 * g));
+                const int8_t *xq = xr[i].xq + 128 * g;
                 __m256 a = acc[rr][i];
+                if (fmt == FQ8) {
+                    /* one block per vector: |x| * sign(w, x), pair sums <= 2 * 127 * 127 */
 #pragma GCC unroll 4
-                for (int blk = 0; blk < 4; blk++) {
-                    const __m256i x = _mm256_loadu_si256((const __m256i *)(xr[i].xq + 128 * g + 32 * blk));
-                    __m256i p;
-                    if (fmt == FQ8) {
+                    for (int blk = 0; blk < 4; blk++) {
+                        const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + 32 * blk));
                         const __m256i w =
                             _mm256_loadu_si256((const __m256i *)(wbase + rr * rb + (size_t)128 * g + 32 * blk));
-                        p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(w, x));
-                    } else {
-                        const __m128i v = _mm_loadu_si128((const __m128i *)(wbase + rr * rb + (size_t)64 * g + 16 * blk));
-                        const __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), lo4);
-                        p = _mm256_maddubs_epi16(w, x);
+                        const __m256i p =
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(w, x)), ones);
+                        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), bcast(s4, blk), a);
                     }
-                    p = _mm256_madd_epi16(p, ones);
-                    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), bcast(s4, blk), a);
-                }
-                if (fmt != FQ8) {
-                    const __m128 cw4 =
-                        fmt == FQ4 ? _mm_mul_ps(dw4, _mm_set1_ps(-8.0f))
-                                   : _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(mbase + (size_t)rr * nb + 4 * g)));
-                    const __m128 fs4 = _mm_loadu_ps(xr[i].fsum + 4 * g);
-                    a = _mm256_fmadd_ps(_mm256_zextps128_ps256(cw4), _mm256_zextps128_ps256(fs4), a);
+                } else {
+                    /* two blocks per vector (x in group-2 order): lanes 0-3 block 2p, 4-7 block 2p+1 */
+#pragma GCC unroll 2
+                    for (int pr = 0; pr < 2; pr++) {
+                        const __m256i v =
+                            _mm256_loadu_si256((const __m256i *)(wbase + rr * rb + (size_t)64 * g + 32 * pr));
+                        const __m256i lo = _mm256_and_si256(v, lo4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+                        const __m256i xa = _mm256_loadu_si256((const __m256i *)(xq + 64 * pr));
+                        const __m256i xb = _mm256_loadu_si256((const __m256i *)(xq + 64 * pr + 32));
+                        __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xa), _mm256_maddubs_epi16(hi, xb));
+                        p = _mm256_madd_epi16(p, ones);
+                        /* Q4: -8 isum in lanes 0 and 4 makes each block's lanes sum to (q - 8) . xq */
+                        if (fmt == FQ4)
+                            p = _mm256_add_epi32(p, _mm256_loadu_si256((const __m256i *)(xr[i].off + 32 * g + 8 * pr)));
+                        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), bcast_pair(s4, pr), a);
+                    }
+                    if (fmt == FQ4M) {
+                        const __m128 m4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(mbase + (size_t)rr * nb + 4 * g)));
+                        const __m128 fs4 = _mm_loadu_ps(xr[i].fsum + 4 * g);
+                        a = _mm256_fmadd_ps(_mm256_zextps128_ps256(m4), _mm256_zextps128_ps256(fs4), a);
+                    }
                 }
                 acc[rr][i] = a;
             }
         }
     }
+#pragma GCC unroll 4
     for (int rr = 0; rr < R; rr++)
+#pragma GCC unroll 2
         for (int i = 0; i < N; i++) out[rr][i] = hsum8(acc[rr][i]);
 }
 
@@ -222,6 +257,13 @@ AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bia
             }
         }
     }
+}
+
+static void prep_q4_avx2(const qt_mat *W, const float *X, int n, void *buf) {
+    q8_prep_ex(W, X, n, buf, 2, Q8_OFF_QUADS_8);
+}
+static void prep_q4m_avx2(const qt_mat *W, const float *X, int n, void *buf) {
+    q8_prep_ex(W, X, n, buf, 2, Q8_OFF_NONE);
 }
 
 static void mm_q8_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
@@ -274,10 +316,10 @@ void ops_fill_avx2(ops_kernels *k) {
     k->mm[OPS_WF_Q8] = mm_q8_avx2;
     k->mm[OPS_WF_Q4] = mm_q4_avx2;
     k->mm[OPS_WF_Q4M] = mm_q4m_avx2;
-    for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) {
-        k->prep_size[f] = q8_prep_size;
-        k->prep[f] = q8_prep;
-    }
+    for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) k->prep_size[f] = q8_prep_size;
+    k->prep[OPS_WF_Q8] = q8_prep;
+    k->prep[OPS_WF_Q4] = prep_q4_avx2;
+    k->prep[OPS_WF_Q4M] = prep_q4m_avx2;
     k->mm_bf16_dp = NULL;
     k->dot = dot_avx2;
     k->axpy = axpy_avx2;

@@ -1,7 +1,8 @@
 /* CPU op layer: context lifecycle, threaded matmul dispatch, element-wise
  * ops (see ops.h). A matmul: pick the kernel for W's format -> prepare X if
  * the format needs it (int8 blocks, bf16) into the context's scratch ->
- * split W's rows over the pool in multiples of 16 -> kernel per row range. */
+ * split W's rows into tasks of a multiple of 16 rows that the pool's threads
+ * pull -> kernel per row range. */
 #include "backend/cpu/ops.h"
 
 #include <math.h>
@@ -21,6 +22,7 @@
 
 typedef struct mm_job {
     ops_mm_fn fn;
+    int rows_per_task;
     const qt_mat *W;
     const float *X;
     const void *prep;
@@ -32,6 +34,7 @@ typedef struct mm_job {
 typedef struct conv_job {
     void (*fn)(const ops_conv_args *a, int o0, int o1);
     const ops_conv_args *a;
+    int ch_per_task;
 } conv_job;
 
 struct ops_rt {
@@ -115,18 +118,21 @@ static void *rt_scratch(struct ops_rt *rt, size_t bytes) {
     return p;
 }
 
-/* Rows [r0, r1) of task t out of nt, in chunks of ROW_CHUNK. */
-static void split_range(int total, int t, int nt, int *a, int *b) {
-    const int nch = (total + ROW_CHUNK - 1) / ROW_CHUNK;
-    const int c0 = (int)((long long)nch * t / nt), c1 = (int)((long long)nch * (t + 1) / nt);
-    *a = c0 * ROW_CHUNK;
-    *b = c1 * ROW_CHUNK < total ? c1 * ROW_CHUNK : total;
+/* Split `total` units into about TASKS_PER_THREAD tasks per thread, each a
+ * multiple of `align` units: tasks are pulled dynamically, so a late or
+ * descheduled thread costs only its current task. */
+#define TASKS_PER_THREAD 4
+static int task_size(int total, int nt, int align) {
+    int per = (total + nt * TASKS_PER_THREAD - 1) / (nt * TASKS_PER_THREAD);
+    per = (per + align - 1) / align * align;
+    return per < align ? align : per;
 }
 
 static void mm_task(void *arg, int t, int nt) {
+    (void)nt;
     const mm_job *j = arg;
-    int r0, r1;
-    split_range(j->W->rows, t, nt, &r0, &r1);
+    const int r0 = t * j->rows_per_task;
+    const int r1 = r0 + j->rows_per_task < j->W->rows ? r0 + j->rows_per_task : j->W->rows;
     if (r0 < r1) j->fn(j->W, j->X, j->prep, j->n, j->bias, j->Y, r0, r1);
 }
 
@@ -178,8 +184,9 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
     if (nt <= 1) {
         fn(W, X, pbuf, n, bias, Y, 0, W->rows);
     } else {
-        rt->mm = (mm_job){fn, W, X, pbuf, n, bias, Y};
-        threadpool_run(rt->pool, mm_task, &rt->mm, nt);
+        const int per = task_size(W->rows, nt, ROW_CHUNK);
+        rt->mm = (mm_job){fn, per, W, X, pbuf, n, bias, Y};
+        threadpool_run(rt->pool, mm_task, &rt->mm, (W->rows + per - 1) / per);
     }
     if (own) rt_release(rt);
     free(heap);
@@ -188,13 +195,9 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
 /* ------------------------------------------------------------ convolutions */
 
 static void conv_task(void *arg, int t, int nt) {
+    (void)nt;
     const conv_job *j = arg;
-    int o0, o1;
-    /* split output channels in chunks of 4 (the kernels' channel tile) */
-    const int total = j->a->cout, nch = (total + 3) / 4;
-    o0 = (int)((long long)nch * t / nt) * 4;
-    o1 = (int)((long long)nch * (t + 1) / nt) * 4;
-    if (o1 > total) o1 = total;
+    const int o0 = t * j->ch_per_task, o1 = o0 + j->ch_per_task < j->a->cout ? o0 + j->ch_per_task : j->a->cout;
     if (o0 < o1) j->fn(j->a, o0, o1);
 }
 
@@ -207,8 +210,10 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
     if (nt <= 1) {
         fn(a, 0, a->cout);
     } else {
-        rt->conv = (conv_job){fn, a};
-        threadpool_run(rt->pool, conv_task, &rt->conv, nt);
+        /* channels in multiples of 4 (the kernels' channel tile) */
+        const int per = task_size(a->cout, nt, 4);
+        rt->conv = (conv_job){fn, a, per};
+        threadpool_run(rt->pool, conv_task, &rt->conv, (a->cout + per - 1) / per);
     }
     if (own) rt_release(rt);
 }

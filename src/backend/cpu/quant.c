@@ -31,6 +31,12 @@ uint16_t qt_f32_to_f16(float f) {
 /* Round to nearest even for |v| < 2^22 without a libm call. */
 static inline float round_ne(float v) { return (v + 12582912.0f) - 12582912.0f; }
 
+/* min/max/clamp without libm (fmaxf is a call on the x86-64 baseline); the
+ * inputs here are finite. */
+static inline float maxf(float a, float b) { return a > b ? a : b; }
+static inline float minf(float a, float b) { return a < b ? a : b; }
+static inline float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
 static int nb_of(int cols) { return qt_kpad(cols) / QT_BLOCK; }
 
 size_t qmat_row_bytes(const qt_mat *m) {
@@ -68,12 +74,11 @@ void qmat_dequant_row(const qt_mat *m, int r, float *out) {
 /* Quantise one block of 32 weights w (padding already zero). */
 static void quant_block_q8(const float *w, int8_t *q, uint16_t *d16) {
     float amax = 0.0f;
-    for (int j = 0; j < QT_BLOCK; j++) amax = fmaxf(amax, fabsf(w[j]));
+    for (int j = 0; j < QT_BLOCK; j++) amax = maxf(amax, fabsf(w[j]));
     *d16 = qt_f32_to_f16(amax / 127.0f);
     const float d = f16_to_f32(*d16);
     for (int j = 0; j < QT_BLOCK; j++) {
-        float v = d > 0.0f ? round_ne(w[j] / d) : 0.0f;
-        v = fminf(127.0f, fmaxf(-127.0f, v));
+        const float v = d > 0.0f ? clampf(round_ne(w[j] / d), -127.0f, 127.0f) : 0.0f;
         q[j] = (int8_t)v;
     }
 }
@@ -87,22 +92,22 @@ static void quant_block_q4(const float *w, uint8_t *p, uint16_t *d16, uint16_t *
         *d16 = qt_f32_to_f16(vmax / -8.0f);
         const float d = f16_to_f32(*d16);
         for (int j = 0; j < QT_BLOCK; j++) {
-            float v = d != 0.0f ? round_ne(w[j] / d) + 8.0f : 8.0f;
-            q[j] = (uint8_t)fminf(15.0f, fmaxf(0.0f, v));
+            const float v = d != 0.0f ? clampf(round_ne(w[j] / d) + 8.0f, 0.0f, 15.0f) : 8.0f;
+            q[j] = (uint8_t)v;
         }
     } else {
         float mn = w[0], mx = w[0];
         for (int j = 1; j < QT_BLOCK; j++) {
-            mn = fminf(mn, w[j]);
-            mx = fmaxf(mx, w[j]);
+            mn = minf(mn, w[j]);
+            mx = maxf(mx, w[j]);
         }
         *m16 = qt_f32_to_f16(mn);
         const float m = f16_to_f32(*m16);
         *d16 = qt_f32_to_f16((mx - m) / 15.0f);
         const float d = f16_to_f32(*d16);
         for (int j = 0; j < QT_BLOCK; j++) {
-            float v = d > 0.0f ? round_ne((w[j] - m) / d) : 0.0f;
-            q[j] = (uint8_t)fminf(15.0f, fmaxf(0.0f, v));
+            const float v = d > 0.0f ? clampf(round_ne((w[j] - m) / d), 0.0f, 15.0f) : 0.0f;
+            q[j] = (uint8_t)v;
         }
     }
     for (int j = 0; j < 16; j++) p[j] = (uint8_t)(q[j] | (q[j + 16] << 4));
@@ -177,25 +182,24 @@ double qmat_rel_rms(const qt_mat *src, const qt_mat *q) {
 
 size_t q8_prep_row_bytes(int cols) {
     const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK;
-    return kpad + 2 * ROUND64(nb * sizeof(float));
+    return kpad + 2 * ROUND64(nb * sizeof(float)) + nb / 4 * 32 * sizeof(int32_t);
 }
 
 size_t q8_prep_size(const qt_mat *W, int n) { return q8_prep_row_bytes(W->cols) * (size_t)n; }
 
 q8_rows q8_prep_row(const void *buf, int cols, int i) {
-    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK;
+    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK, fb = ROUND64(nb * sizeof(float));
     uint8_t *p = (uint8_t *)buf + q8_prep_row_bytes(cols) * (size_t)i;
-    q8_rows r = {(int8_t *)p, (float *)(p + kpad), (float *)(p + kpad + ROUND64(nb * sizeof(float)))};
+    q8_rows r = {(int8_t *)p, (float *)(p + kpad), (float *)(p + kpad + fb), (int32_t *)(p + kpad + 2 * fb)};
     return r;
 }
 
-const int8_t *q8_prep_xq(const void *buf, int cols, int i) { return q8_prep_row(buf, cols, i).xq; }
-
-static void q8_prep_any(const qt_mat *W, const float *X, int n, void *buf, int perm) {
+void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, int off_mode) {
     const int cols = W->cols, kpad = qt_kpad(cols), nb = kpad / QT_BLOCK;
     for (int i = 0; i < n; i++) {
         const float *x = X + (size_t)i * cols;
         q8_rows r = q8_prep_row(buf, cols, i);
+        if (off_mode != Q8_OFF_NONE) memset(r.off, 0, (size_t)nb / 4 * 32 * sizeof(int32_t));
         for (int b = 0; b < nb; b++) {
             const int j0 = b * QT_BLOCK, j1 = j0 + QT_BLOCK < cols ? j0 + QT_BLOCK : cols;
             float amax = 0.0f;
@@ -218,27 +222,28 @@ static void q8_prep_any(const qt_mat *W, const float *X, int n, void *buf, int p
                 dx = amax / 127.0f;
                 const float inv = 127.0f / amax;
                 for (int j = 0; j < QT_BLOCK; j++) {
-                    float v = j0 + j < j1 ? round_ne(x[j0 + j] * inv) : 0.0f;
-                    v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+                    const float v = j0 + j < j1 ? clampf(round_ne(x[j0 + j] * inv), -127.0f, 127.0f) : 0.0f;
                     q[j] = (int8_t)v;
                     isum += q[j];
                 }
             }
             r.dx[b] = dx;
             r.fsum[b] = dx * (float)isum;
-            if (!perm) {
+            if (group <= 1) {
                 memcpy(r.xq + j0, q, QT_BLOCK);
             } else {
-                int8_t *g = r.xq + (b & ~3) * QT_BLOCK; /* group of 4 blocks */
-                memcpy(g + (b & 3) * 16, q, 16);
-                memcpy(g + 64 + (b & 3) * 16, q + 16, 16);
+                int8_t *g = r.xq + (b / group) * group * QT_BLOCK;
+                memcpy(g + (b % group) * 16, q, 16);
+                memcpy(g + group * 16 + (b % group) * 16, q + 16, 16);
             }
+            int32_t *o = r.off + (b / 4) * 32;
+            if (off_mode == Q8_OFF_PAIRS_128) o[(b & 2) * 8 + (b & 1) * 8] = -128 * isum;
+            else if (off_mode == Q8_OFF_QUADS_8) o[(b & 3) * 4] = -8 * isum;
         }
     }
 }
 
-void q8_prep(const qt_mat *W, const float *X, int n, void *buf) { q8_prep_any(W, X, n, buf, 0); }
-void q8_prep_perm(const qt_mat *W, const float *X, int n, void *buf) { q8_prep_any(W, X, n, buf, 1); }
+void q8_prep(const qt_mat *W, const float *X, int n, void *buf) { q8_prep_ex(W, X, n, buf, 1, Q8_OFF_NONE); }
 
 static size_t bf16_row_elems(int cols) { return ((size_t)cols + 31) / 32 * 32; }
 

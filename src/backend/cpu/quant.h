@@ -59,21 +59,31 @@ double qmat_rel_rms(const qt_mat *src, const qt_mat *q);
 uint16_t qt_f32_to_f16(float f);
 
 /* Prepared activations: per row of X, 64-byte aligned sections
- *   int8 xq[kpad] | float dx[nb] | float fsum[nb]
- * perm = 1 stores xq of each group of 4 blocks in the order the AVX-512 int4
- * kernel unpacks nibbles: the first 16 values of blocks 0..3, then the last 16
- * of blocks 0..3 (dx and fsum stay in block order). */
+ *   int8 xq[kpad] | float dx[nb] | float fsum[nb] | int32 off[nb / 4][32]
+ * xq order: group = 1 keeps column order; group = 2 or 4 stores, per group of
+ * that many blocks, the first 16 values of each block, then the last 16 of
+ * each (the order in which the AVX2 / AVX-512 int4 kernels unpack nibbles).
+ * dx and fsum stay in block order. off holds, per group of 4 blocks, integer
+ * start values of the vpdpbusd accumulators that cancel the kernels' weight
+ * offset (-128 isum for int8 with the sign bit flipped, -8 isum for int4),
+ * laid out for the lanes each block lands in (see q8_prep_ex). */
 typedef struct q8_rows {
     int8_t *xq;
     float *dx, *fsum;
+    int32_t *off;
 } q8_rows;
+enum { Q8_OFF_NONE, Q8_OFF_PAIRS_128, Q8_OFF_QUADS_8 };
 size_t q8_prep_row_bytes(int cols);
 size_t q8_prep_size(const qt_mat *W, int n);
 /* Row i of a prepared buffer for W's width. */
 q8_rows q8_prep_row(const void *buf, int cols, int i);
-const int8_t *q8_prep_xq(const void *buf, int cols, int i);
+/* Quantise X [n][cols] into buf with the xq order of group (1, 2 or 4) and
+ * the off vectors of off_mode: Q8_OFF_PAIRS_128: two 16-lane vectors per group,
+ * lanes 0 and 8 of the first = -128 isum of blocks 0 and 1, of the second
+ * blocks 2 and 3; Q8_OFF_QUADS_8: one vector, lane 4b = -8 isum of block b. */
+void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, int off_mode);
+/* q8_prep_ex with column order and no off vectors (the scalar layout). */
 void q8_prep(const qt_mat *W, const float *X, int n, void *buf);
-void q8_prep_perm(const qt_mat *W, const float *X, int n, void *buf);
 
 /* BF16 activations for the vdpbf16ps kernel: per row, uint16 [kpad2] with
  * kpad2 = cols rounded up to 32 (zero padded), round to nearest even. */

@@ -1,23 +1,32 @@
-/* Spin-then-sleep thread pool (see threadpool.h).
- * Memory order: the caller writes the job, then bumps gen (seq_cst); a worker
- * that sees the new gen (acquire) reads the job. A worker finishes its task,
- * then decrements pending (release); the caller reads the results after
- * seeing pending == 0 (acquire). Sleeping: a worker registers in sleepers
- * (seq_cst) and re-checks gen under the mutex before waiting; the caller
- * bumps gen (seq_cst) and then reads sleepers (seq_cst): one of the two sees
- * the other's store, so no wake-up is lost. */
+/* Spin-then-sleep thread pool with join/close jobs (see threadpool.h).
+ * ctl packs [generation:32][closed:1][joined:31]. The caller writes the job,
+ * then stores ctl = (gen + 1) << 32 (release). A worker that sees a new
+ * generation joins with a CAS that only succeeds while ctl still holds that
+ * generation and is open; after joining it may read the job (the CAS is an
+ * acquire of the caller's store). When the tasks are exhausted the caller
+ * sets the closed bit with a CAS, which fixes the number of joiners J, and
+ * waits until J workers have left (release/acquire on `left`). A worker that
+ * comes late finds the job closed (or a newer generation) and touches
+ * nothing. Sleeping: a worker registers in sleepers (seq_cst) and re-checks
+ * ctl under the mutex before waiting; the caller stores ctl (seq_cst) and then
+ * reads sleepers (seq_cst): one of the two sees the other's store, so no
+ * wake-up is lost. */
 #include "backend/cpu/threadpool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 /* How long an idle worker spins before sleeping, and how long the caller
- * spins on completion before yielding its core. */
+ * spins on stragglers before yielding its core. */
 #define QT_POOL_SPIN_US 200
 #define QT_POOL_WAIT_SPIN_US 50
+
+#define CTL_CLOSED ((uint64_t)1 << 31)
+#define CTL_JOINED_MASK (CTL_CLOSED - 1)
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,51 +44,68 @@ static inline long long now_us(void) {
     return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static inline uint32_t ctl_gen(uint64_t c) { return (uint32_t)(c >> 32); }
+
 typedef struct worker {
     threadpool *pool;
-    int index;
     pthread_t th;
 } worker;
 
 struct threadpool {
     int n_threads;
-    worker *workers;                      /* [n_threads - 1] */
-    _Alignas(64) atomic_uint gen;         /* bumped once per job */
+    worker *workers;                       /* [n_threads - 1] */
+    _Alignas(64) _Atomic uint64_t ctl;     /* generation, closed, joined */
+    _Alignas(64) atomic_int next_task;     /* tasks handed out */
+    _Alignas(64) atomic_int left;          /* joined workers that finished */
+    _Alignas(64) atomic_int sleepers;      /* workers waiting on cv */
     atomic_int stop;
-    _Alignas(64) atomic_int pending;      /* workers still running the current job */
-    _Alignas(64) atomic_int sleepers;     /* workers waiting on cv */
-    _Alignas(64) tp_task_fn fn;           /* the current job (written before gen) */
+    _Alignas(64) tp_task_fn fn;            /* the current job (written before ctl) */
     void *arg;
     int n_tasks;
     pthread_mutex_t mu;
     pthread_cond_t cv;
 };
 
-static void *worker_main(void *p) {
-    worker *w = p;
-    threadpool *pool = w->pool;
-    unsigned seen = 0;
+static void pull_tasks(threadpool *p) {
     for (;;) {
-        unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
-        if (g == seen) {
+        const int t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed);
+        if (t >= p->n_tasks) return;
+        p->fn(p->arg, t, p->n_tasks);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    threadpool *p = w->pool;
+    uint32_t seen = 0;
+    for (;;) {
+        uint64_t c = atomic_load_explicit(&p->ctl, memory_order_acquire);
+        if (ctl_gen(c) == seen) {
             const long long t0 = now_us();
-            for (int k = 1; g == seen; k++) {
+            for (int k = 1; ctl_gen(c) == seen; k++) {
                 cpu_relax();
-                g = atomic_load_explicit(&pool->gen, memory_order_acquire);
+                c = atomic_load_explicit(&p->ctl, memory_order_acquire);
                 if ((k & 255) == 0 && now_us() - t0 > QT_POOL_SPIN_US) break;
             }
         }
-        if (g == seen) {
-            pthread_mutex_lock(&pool->mu);
-            atomic_fetch_add(&pool->sleepers, 1);
-            while ((g = atomic_load(&pool->gen)) == seen) pthread_cond_wait(&pool->cv, &pool->mu);
-            atomic_fetch_sub(&pool->sleepers, 1);
-            pthread_mutex_unlock(&pool->mu);
+        if (ctl_gen(c) == seen) {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (ctl_gen(c = atomic_load(&p->ctl)) == seen) pthread_cond_wait(&p->cv, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
         }
-        seen = g;
-        if (atomic_load_explicit(&pool->stop, memory_order_acquire)) break;
-        if (w->index < pool->n_tasks) pool->fn(pool->arg, w->index, pool->n_tasks);
-        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+        seen = ctl_gen(c);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
+        /* join while the job is open */
+        while (ctl_gen(c) == seen && !(c & CTL_CLOSED)) {
+            if (atomic_compare_exchange_weak_explicit(&p->ctl, &c, c + 1, memory_order_acq_rel,
+                                                      memory_order_acquire)) {
+                pull_tasks(p);
+                atomic_fetch_add_explicit(&p->left, 1, memory_order_release);
+                break;
+            }
+        }
     }
     return NULL;
 }
@@ -100,13 +126,13 @@ threadpool *threadpool_create(int n_threads) {
         free(p);
         return NULL;
     }
-    atomic_init(&p->gen, 0);
-    atomic_init(&p->stop, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->ctl, 0);
+    atomic_init(&p->next_task, 0);
+    atomic_init(&p->left, 0);
     atomic_init(&p->sleepers, 0);
+    atomic_init(&p->stop, 0);
     for (int i = 0; i < n_threads - 1; i++) {
         p->workers[i].pool = p;
-        p->workers[i].index = i + 1;
         if (pthread_create(&p->workers[i].th, NULL, worker_main, &p->workers[i])) {
             p->n_threads = i + 1; /* the workers started so far */
             threadpool_destroy(p);
@@ -119,7 +145,10 @@ threadpool *threadpool_create(int n_threads) {
 
 int threadpool_size(const threadpool *p) { return p ? p->n_threads : 1; }
 
-static void wake(threadpool *p) {
+/* Publish a new generation (job or stop) and wake sleeping workers. */
+static void publish(threadpool *p) {
+    const uint64_t c = atomic_load_explicit(&p->ctl, memory_order_relaxed);
+    atomic_store(&p->ctl, (uint64_t)(ctl_gen(c) + 1u) << 32); /* seq_cst */
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
@@ -128,21 +157,27 @@ static void wake(threadpool *p) {
 }
 
 void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks) {
-    if (!p || n_tasks <= 1) {
-        fn(arg, 0, 1);
+    if (n_tasks <= 0) return;
+    if (!p || n_tasks == 1) {
+        for (int t = 0; t < n_tasks; t++) fn(arg, t, n_tasks);
         return;
     }
-    if (n_tasks > p->n_threads) n_tasks = p->n_threads;
     p->fn = fn;
     p->arg = arg;
     p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1); /* seq_cst: publishes the job */
-    wake(p);
-    fn(arg, 0, n_tasks);
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
+    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->left, 0, memory_order_relaxed);
+    publish(p);
+    pull_tasks(p);
+    /* close the job: no worker joins from now on */
+    uint64_t c = atomic_load_explicit(&p->ctl, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&p->ctl, &c, c | CTL_CLOSED, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+    }
+    const int joined = (int)(c & CTL_JOINED_MASK);
+    if (atomic_load_explicit(&p->left, memory_order_acquire) == joined) return;
     const long long t0 = now_us();
-    for (int k = 1; atomic_load_explicit(&p->pending, memory_order_acquire) != 0; k++) {
+    for (int k = 1; atomic_load_explicit(&p->left, memory_order_acquire) != joined; k++) {
         if ((k & 255) == 0 && now_us() - t0 > QT_POOL_WAIT_SPIN_US) sched_yield();
         else cpu_relax();
     }
@@ -151,7 +186,7 @@ void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks) {
 void threadpool_destroy(threadpool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);
-    atomic_fetch_add(&p->gen, 1);
+    publish(p);
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);

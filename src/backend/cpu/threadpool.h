@@ -1,11 +1,14 @@
-/* Persistent worker threads for the op layer: one job at a time, split into
- * at most n_threads tasks; the calling thread runs task 0.
+/* Persistent worker threads for the op layer: one job at a time, made of
+ * n_tasks independent tasks that the caller and the workers pull from a
+ * shared counter (so a worker that is slow to wake, or descheduled because
+ * the machine is oversubscribed, costs nothing: the others take its share).
  * Dispatch: the caller publishes the job and bumps a generation counter;
- * workers spin on it for a while (QT_POOL_SPIN_US) and then sleep on a
+ * idle workers spin on it for a while (QT_POOL_SPIN_US) and then sleep on a
  * condition variable, so back-to-back ops (a decode step is ~200 small
- * matmuls) cost a cache-line round trip, not a syscall; the caller spins
- * (then yields) until every worker has finished. Nothing is allocated per job.
- * tests/unit/kbench.c measures the dispatch cost. */
+ * matmuls) cost a cache-line round trip, not a syscall. A worker joins a job
+ * only while it is open; when the caller has run out of tasks it closes the
+ * job and waits just for the workers that joined. Nothing is allocated per
+ * job. tests/unit/kbench.c measures the dispatch cost. */
 #ifndef QTTS_BACKEND_CPU_THREADPOOL_H
 #define QTTS_BACKEND_CPU_THREADPOOL_H
 
@@ -20,8 +23,9 @@ threadpool *threadpool_create(int n_threads);
 /* Threads in the pool, the caller included. */
 int threadpool_size(const threadpool *p);
 
-/* Run fn(arg, t, n_tasks) for t in [0, n_tasks) (1 <= n_tasks <= size) and
- * return when all are done. Task 0 runs on the caller. One caller at a time. */
+/* Run fn(arg, t, n_tasks) once for every t in [0, n_tasks), on the caller and
+ * whichever workers join, in any order and on any thread; return when all are
+ * done. One caller at a time per pool. */
 void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks);
 
 /* Stop and join the workers; accepts NULL. */
