@@ -13,8 +13,9 @@
  * identical bits. Quantisation: layout decoded independently, round-trip
  * error per format, f16 conversion exhaustively. Thread pool under repeated
  * use. Convolutions and SnakeBeta vs scalar / double, chunked == whole,
- * channel split and threads bit-identical. The NEON file is compiled with the
- * aarch64 cross compiler when one is installed (SKIP otherwise). */
+ * channel split and threads bit-identical. The NEON build: the op layer is
+ * compiled with the aarch64 cross compiler, and this test, built for aarch64,
+ * runs under qemu-aarch64 (each SKIP when the tool is not installed). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1104,26 +1105,50 @@ static void test_snake(void) {
 static void test_neon_compiles(void) {
 #if defined(__aarch64__)
     test_skip("neon_cross_compile", "native aarch64 build: the NEON kernels are built and tested above");
+    test_skip("neon_under_qemu", "native aarch64 build");
 #else
     if (system("command -v aarch64-linux-gnu-gcc >/dev/null 2>&1") != 0) {
         test_skip("neon_cross_compile", "aarch64-linux-gnu-gcc not installed (apt-get install gcc-aarch64-linux-gnu)");
+        test_skip("neon_under_qemu", "aarch64-linux-gnu-gcc not installed");
         return;
     }
-    static const char *files[] = {"matmul_neon.c", "ops.c", "ops_dispatch.c", "ops_scalar.c", "quant.c", "conv.c",
-                                  "threadpool.c"};
-    int ok = 1;
-    char cmd[2048];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(cmd, sizeof cmd,
-                 "aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter "
-                 "-Werror -I%s/../include -I%s/../src -c %s/../src/backend/cpu/%s -o /dev/null",
-                 test_dir(), test_dir(), test_dir(), files[i]);
-        if (system(cmd) != 0) {
-            ok = 0;
-            printf("# failed: %s\n", cmd);
+    const char *d = test_dir();
+    char cmd[4096];
+    /* every file of the op layer except the x86 ones, warnings as errors */
+    snprintf(cmd, sizeof cmd,
+             "cd %s/.. && for f in $(ls src/backend/cpu/*.c | grep -v -e _avx2.c -e _avx512.c); do "
+             "aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wshadow -Wno-unused-parameter -Werror "
+             "-Iinclude -Isrc -c $f -o /dev/null || exit 1; done",
+             d);
+    CHECK("neon_cross_compile", system(cmd) == 0, "the aarch64 build of src/backend/cpu has errors or warnings");
+    if (system("command -v qemu-aarch64 >/dev/null 2>&1") != 0 || system("test -d /usr/aarch64-linux-gnu") != 0) {
+        test_skip("neon_under_qemu", "qemu-aarch64 not installed (apt-get install qemu-user)");
+        return;
+    }
+    /* this test, built for aarch64 (NEON table), run under qemu: must pass */
+    char dir[] = "/tmp/qtts_neon_XXXXXX";
+    if (!mkdtemp(dir)) {
+        test_skip("neon_under_qemu", "cannot create a temporary folder");
+        return;
+    }
+    snprintf(cmd, sizeof cmd,
+             "cd %s/.. && aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Itests/common "
+             "tests/unit/test_kernels.c tests/common/test.c src/util/dtype.c src/util/error.c "
+             "$(ls src/backend/cpu/*.c | grep -v -e _avx2.c -e _avx512.c) -lm -lpthread -o %s/t && "
+             "QTTS_TEST_DIR=$PWD/tests qemu-aarch64 -L /usr/aarch64-linux-gnu %s/t > %s/out.txt 2>&1; "
+             "rc=$?; grep -q '^ok matmul_neon_Q4_B32_vs_scalar' %s/out.txt && grep -q '^# [0-9]* passed, 0 failed' %s/out.txt "
+             "&& [ $rc -eq 0 ]",
+             d, dir, dir, dir, dir, dir);
+    const int ok = system(cmd) == 0;
+    if (!ok) {
+        snprintf(cmd, sizeof cmd, "grep -e '^FAIL' -e '^# ' %s/out.txt | head -20 | sed 's/^/# aarch64: /'", dir);
+        if (system(cmd)) {
         }
     }
-    CHECK("neon_cross_compile", ok, "the aarch64 build of src/backend/cpu has errors or warnings");
+    CHECK("neon_under_qemu", ok, "test_kernels built for aarch64 failed under qemu-aarch64 (lines above)");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
 #endif
 }
 
