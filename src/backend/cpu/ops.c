@@ -14,8 +14,8 @@
 #include "backend/cpu/quant.h"
 #include "backend/cpu/threadpool.h"
 
-/* Below this many multiply-adds a matmul runs on the caller alone: waking the
- * pool costs about a microsecond (see threadpool.h). */
+/* Below this many multiply-adds a matmul runs on the caller alone: a pool job
+ * costs about 0.35 us on the dev machine (tests/unit/kbench.c). */
 #define MT_MIN_MACS (1 << 16)
 #define ROW_CHUNK 16
 #define STACK_PREP_BYTES 16384

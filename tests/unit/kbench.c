@@ -1,0 +1,375 @@
+/* Kernel micro-benchmark (not a test: `make` does not build it, no assertion).
+ * Build and run from the repository root after `make`:
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc tests/unit/kbench.c build/libqtts-internal.a -lm -lpthread -o /tmp/kbench
+ *   /tmp/kbench [threads]            (default 2)
+ * Prints, for this machine:
+ *  - memory read bandwidth: summing a 1 GiB buffer with AVX-512/AVX2 loads on
+ *    1 and on `threads` threads (the pool of the op layer);
+ *  - matvec throughput (GB/s of weights read) for a 0.6B talker layer's
+ *    matrices [3072,1024], [1024,3072], [2048,1024] in BF16, Q8_B32, Q4_B32
+ *    for every kernel table, n = 1 and n = 4, cycling through enough copies
+ *    (~1 GiB) that nothing is cache resident;
+ *  - a talker-like decode step: 28 layers x 7 matmuls at n = 1;
+ *  - thread-pool dispatch overhead per call (empty job) and per small matmul;
+ *  - conv1d K 7 / K 1 and an f32 GEMM in GMAC/s (codec decoder shapes).
+ * Method: one warm-up pass, then REPS measured passes; median (min, max). */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/conv.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/ops_dispatch.h"
+#include "backend/cpu/quant.h"
+#include "backend/cpu/threadpool.h"
+
+#define REPS 7
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmpd(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct stat3 {
+    double med, lo, hi;
+} stat3;
+
+static stat3 stats(double *v, int n) {
+    qsort(v, n, sizeof *v, cmpd);
+    stat3 s = {v[n / 2], v[0], v[n - 1]};
+    return s;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* ------------------------------------------------------------ bandwidth */
+
+typedef struct bw_job {
+    const float *buf;
+    size_t n;
+    double sums[64];
+} bw_job;
+
+__attribute__((target("avx512f"))) static double sum512(const float *p, size_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 64 <= n; i += 64) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+__attribute__((target("avx2"))) static double sum256(const float *p, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+static void bw_task(void *arg, int t, int nt) {
+    bw_job *j = arg;
+    const size_t per = j->n / nt / 64 * 64;
+    const float *p = j->buf + per * t;
+    j->sums[t] = ops_cpu_features()->avx512 ? sum512(p, per) : sum256(p, per);
+}
+
+static double bandwidth(threadpool *pool, int nt, const float *buf, size_t n) {
+    bw_job j = {buf, n, {0}};
+    double v[REPS];
+    threadpool_run(pool, bw_task, &j, nt);
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = now_s();
+        threadpool_run(pool, bw_task, &j, nt);
+        v[r] = n * 4.0 / (now_s() - t0) / 1e9;
+    }
+    stat3 s = stats(v, REPS);
+    printf("  read bandwidth, %d thread%s: %6.1f GB/s (min %.1f, max %.1f)\n", nt, nt > 1 ? "s" : " ", s.med, s.lo, s.hi);
+    return s.med;
+}
+
+/* ------------------------------------------------------------ matvec */
+
+typedef struct wset {
+    qt_mat *m;
+    int copies;
+    size_t bytes; /* per copy: weights (+ scales) */
+} wset;
+
+static void make_set(wset *s, int rows, int cols, int quant, size_t total_bytes) {
+    qt_mat base = {0};
+    uint16_t *d = aligned_alloc(64, (size_t)rows * cols * 2);
+    for (size_t i = 0; i < (size_t)rows * cols; i++) d[i] = f32_to_bf16(0.05f * rnd());
+    base.data = d;
+    base.dtype = DT_BF16;
+    base.rows = rows;
+    base.cols = cols;
+    size_t per = (size_t)rows * cols * 2;
+    if (quant) {
+        qt_mat q;
+        qmat_quantize(&base, quant, &q, NULL);
+        per = qmat_row_bytes(&q) * rows + (size_t)rows * (qt_kpad(cols) / 32) * 2 * (quant == QT_Q4M_B32 ? 2 : 1);
+        qmat_free(&q);
+    }
+    s->copies = (int)(total_bytes / per) + 1;
+    s->bytes = per;
+    s->m = calloc(s->copies, sizeof(qt_mat));
+    for (int c = 0; c < s->copies; c++) {
+        if (quant) {
+            qmat_quantize(&base, quant, &s->m[c], NULL);
+        } else {
+            uint16_t *cp = aligned_alloc(64, (size_t)rows * cols * 2);
+            memcpy(cp, d, (size_t)rows * cols * 2);
+            s->m[c] = base;
+            s->m[c].data = cp;
+        }
+    }
+    free(d);
+}
+
+static void free_set(wset *s, int quant) {
+    for (int c = 0; c < s->copies; c++) {
+        if (quant) qmat_free(&s->m[c]);
+        else free((void *)s->m[c].data);
+    }
+    free(s->m);
+}
+
+static stat3 run_set(const ops_ctx *ctx, const wset *s, int n, const float *X, float *Y, int max_calls) {
+    int calls = s->copies < max_calls ? s->copies : max_calls;
+    double v[REPS];
+    for (int c = 0; c < calls; c++) ops_matmul(ctx, &s->m[c], X, n, NULL, Y);
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = now_s();
+        for (int c = 0; c < calls; c++) ops_matmul(ctx, &s->m[c], X, n, NULL, Y);
+        v[r] = s->bytes * (double)calls / (now_s() - t0) / 1e9;
+    }
+    return stats(v, REPS);
+}
+
+static void bench_matvec(int threads) {
+    static const int shapes[3][2] = {{3072, 1024}, {1024, 3072}, {2048, 1024}};
+    static const int quants[3] = {0, QT_Q8_B32, QT_Q4_B32};
+    static const char *qn[3] = {"BF16", "Q8_B32", "Q4_B32"};
+    static const char *isas[3] = {"scalar", "avx2", "avx512"};
+    float *X = malloc(sizeof(float) * 4 * 3072), *Y = malloc(sizeof(float) * 4 * 3072);
+    for (int i = 0; i < 4 * 3072; i++) X[i] = rnd();
+    printf("\nmatvec: GB/s of weights read (incl. scales), median of %d passes over ~1 GiB of copies (min-max)\n", REPS);
+    printf("  %-8s %-12s %-6s %3s  %-22s %-22s\n", "format", "shape", "isa", "thr", "n=1", "n=4");
+    for (int qi = 0; qi < 3; qi++)
+        for (int s = 0; s < 3; s++) {
+            wset set;
+            make_set(&set, shapes[s][0], shapes[s][1], quants[qi], (size_t)1 << 30);
+            for (int ii = 0; ii < 3; ii++) {
+                const ops_kernels *k = ops_kernels_by_name(isas[ii], NULL);
+                if (!k) continue;
+                for (int nt = 1; nt <= threads; nt += threads - 1 > 0 ? threads - 1 : 1) {
+                    ops_ctx ctx;
+                    ops_init(&ctx, nt, 0);
+                    ctx.k = k;
+                    /* the scalar reference is slow: fewer calls per pass */
+                    const int maxc = ii == 0 ? 24 : 1 << 20;
+                    stat3 a = run_set(&ctx, &set, 1, X, Y, maxc), b = run_set(&ctx, &set, 4, X, Y, maxc);
+                    char sh[32];
+                    snprintf(sh, sizeof sh, "[%d,%d]", shapes[s][0], shapes[s][1]);
+                    printf("  %-8s %-12s %-6s %3d  %5.1f (%5.1f-%5.1f)    %5.1f (%5.1f-%5.1f)\n", qn[qi], sh, isas[ii], nt,
+                           a.med, a.lo, a.hi, b.med, b.lo, b.hi);
+                    ops_free(&ctx);
+                    if (threads == 1) break;
+                }
+            }
+            free_set(&set, quants[qi]);
+        }
+    free(X);
+    free(Y);
+}
+
+/* 28 layers x (q, k, v, o, gate, up, down) of the 0.6B talker at n = 1. */
+static void bench_step(int threads) {
+    enum { L = 28 };
+    static const int sh[7][2] = {{2048, 1024}, {1024, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {3072, 1024}, {1024, 3072}};
+    static const int quants[3] = {0, QT_Q8_B32, QT_Q4_B32};
+    static const char *qn[3] = {"BF16", "Q8_B32", "Q4_B32"};
+    float *X = malloc(sizeof(float) * 3072), *Y = malloc(sizeof(float) * 3072);
+    for (int i = 0; i < 3072; i++) X[i] = rnd();
+    printf("\ntalker-like step (28 layers x 7 matmuls, n = 1, 196 calls), median of %d steps\n", REPS);
+    for (int qi = 0; qi < 3; qi++) {
+        qt_mat *m = calloc(L * 7, sizeof(qt_mat));
+        double bytes = 0;
+        for (int l = 0; l < L; l++)
+            for (int j = 0; j < 7; j++) {
+                wset s1;
+                make_set(&s1, sh[j][0], sh[j][1], quants[qi], 0);
+                m[l * 7 + j] = s1.m[0];
+                bytes += s1.bytes;
+                free(s1.m);
+            }
+        for (int nt = 1; nt <= threads; nt++) {
+            if (nt != 1 && nt != threads) continue;
+            ops_ctx ctx;
+            ops_init(&ctx, nt, 0);
+            double v[REPS];
+            for (int j = 0; j < L * 7; j++) ops_matmul(&ctx, &m[j], X, 1, NULL, Y);
+            for (int r = 0; r < REPS; r++) {
+                const double t0 = now_s();
+                for (int j = 0; j < L * 7; j++) ops_matmul(&ctx, &m[j], X, 1, NULL, Y);
+                v[r] = now_s() - t0;
+            }
+            stat3 s = stats(v, REPS);
+            printf("  %-7s %s %d thr: %6.2f ms/step (min %.2f max %.2f), %5.1f GB/s, %.0f MB/step\n", qn[qi], ctx.k->name,
+                   nt, s.med * 1e3, s.lo * 1e3, s.hi * 1e3, bytes / s.med / 1e9, bytes / 1e6);
+            ops_free(&ctx);
+        }
+        for (int j = 0; j < L * 7; j++) {
+            if (quants[qi]) qmat_free(&m[j]);
+            else free((void *)m[j].data);
+        }
+        free(m);
+    }
+    free(X);
+    free(Y);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static void empty_task(void *arg, int t, int nt) {
+    (void)arg;
+    (void)t;
+    (void)nt;
+}
+
+static void bench_dispatch(int threads) {
+    if (threads < 2) return;
+    threadpool *p = threadpool_create(threads);
+    const int calls = 200000;
+    double v[REPS];
+    for (int r = 0; r < REPS; r++) {
+        const double t0 = now_s();
+        for (int c = 0; c < calls; c++) threadpool_run(p, empty_task, NULL, threads);
+        v[r] = (now_s() - t0) / calls * 1e9;
+    }
+    stat3 s = stats(v, REPS);
+    printf("\nthread pool, %d threads: empty job %.0f ns per dispatch (min %.0f, max %.0f), %d calls x %d reps\n", threads,
+           s.med, s.lo, s.hi, calls, REPS);
+    threadpool_destroy(p);
+    /* a decode-size matmul [1024, 1024] BF16 (2 MiB, cache resident) on 1 vs threads */
+    qt_mat w = {0};
+    uint16_t *d = aligned_alloc(64, 1024 * 1024 * 2);
+    for (int i = 0; i < 1024 * 1024; i++) d[i] = f32_to_bf16(rnd());
+    w.data = d;
+    w.dtype = DT_BF16;
+    w.rows = w.cols = 1024;
+    float X[1024], Y[1024];
+    for (int i = 0; i < 1024; i++) X[i] = rnd();
+    for (int nt = 1; nt <= threads; nt += threads - 1) {
+        ops_ctx ctx;
+        ops_init(&ctx, nt, 0);
+        for (int r = 0; r < REPS; r++) {
+            const double t0 = now_s();
+            for (int c = 0; c < 2000; c++) ops_matmul(&ctx, &w, X, 1, NULL, Y);
+            v[r] = (now_s() - t0) / 2000 * 1e6;
+        }
+        s = stats(v, REPS);
+        printf("  [1024,1024] BF16 n=1 (L2-resident) %s %d thr: %.1f us per call (min %.1f max %.1f)\n", ctx.k->name, nt,
+               s.med, s.lo, s.hi);
+        ops_free(&ctx);
+    }
+    free(d);
+}
+
+/* ------------------------------------------------------------ conv / gemm */
+
+static void bench_conv(int threads) {
+    static const char *isas[3] = {"scalar", "avx2", "avx512"};
+    const int C = 384, T = 2000, K = 7;
+    float *x = malloc(sizeof(float) * C * (T + 6)), *w = malloc(sizeof(float) * C * C * K), *b = malloc(sizeof(float) * C);
+    float *y = malloc(sizeof(float) * C * T);
+    for (size_t i = 0; i < (size_t)C * (T + 6); i++) x[i] = rnd();
+    for (size_t i = 0; i < (size_t)C * C * K; i++) w[i] = rnd() * 0.05f;
+    for (int i = 0; i < C; i++) b[i] = rnd();
+    /* GEMM: codec ConvNeXt pwconv1 [4096, 1024] F32 at n = 200 */
+    const int GR = 4096, GC = 1024, GN = 200;
+    float *gw = malloc(sizeof(float) * GR * GC), *gx = malloc(sizeof(float) * GN * GC), *gy = malloc(sizeof(float) * GN * GR);
+    for (size_t i = 0; i < (size_t)GR * GC; i++) gw[i] = rnd();
+    for (size_t i = 0; i < (size_t)GN * GC; i++) gx[i] = rnd();
+    qt_mat gm = {.data = gw, .dtype = DT_F32, .rows = GR, .cols = GC};
+    printf("\nconv / GEMM (GMAC/s, median of %d)\n", REPS);
+    for (int ii = 0; ii < 3; ii++) {
+        const ops_kernels *k = ops_kernels_by_name(isas[ii], NULL);
+        if (!k) continue;
+        for (int nt = 1; nt <= threads; nt += threads > 1 ? threads - 1 : 1) {
+            ops_ctx ctx;
+            ops_init(&ctx, nt, 0);
+            ctx.k = k;
+            const int reps = ii == 0 ? 3 : REPS;
+            double v[REPS], v1[REPS], vg[REPS];
+            for (int r = 0; r < reps; r++) {
+                double t0 = now_s();
+                ops_conv1d_ctx(&ctx, x, C, T + 6, T + 6, w, b, C, K, 1, 1, 1, y, T);
+                v[r] = (double)C * C * K * T / (now_s() - t0) / 1e9;
+                t0 = now_s();
+                ops_conv1d_ctx(&ctx, x, C, T, T + 6, w, b, C, 1, 1, 1, 1, y, T);
+                v1[r] = (double)C * C * T / (now_s() - t0) / 1e9;
+                t0 = now_s();
+                ops_matmul(&ctx, &gm, gx, GN, NULL, gy);
+                vg[r] = (double)GR * GC * GN / (now_s() - t0) / 1e9;
+            }
+            stat3 a = stats(v, reps), c1 = stats(v1, reps), g = stats(vg, reps);
+            printf("  %-6s %d thr: conv1d C%d K7 T%d %6.1f   conv1d K1 %6.1f   GEMM f32 [%d,%d] n=%d %6.1f\n", k->name, nt,
+                   C, T, a.med, c1.med, GR, GC, GN, g.med);
+            ops_free(&ctx);
+            if (threads == 1) break;
+        }
+    }
+    free(x);
+    free(w);
+    free(b);
+    free(y);
+    free(gw);
+    free(gx);
+    free(gy);
+}
+
+int main(int argc, char **argv) {
+    const int threads = argc > 1 ? atoi(argv[1]) : 2;
+    const ops_cpu *c = ops_cpu_features();
+    printf("kbench: cpu avx2 %d avx512 %d vnni %d bf16 %d; threads %d; default table %s\n", c->avx2, c->avx512,
+           c->avx512_vnni, c->avx512_bf16, threads, ops_kernels_best()->name);
+    const size_t n = ((size_t)1 << 30) / 4;
+    float *buf = aligned_alloc(64, n * 4);
+    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 1023);
+    threadpool *pool = threadpool_create(threads > 1 ? threads : 2);
+    printf("memory (1 GiB buffer, sum of floats):\n");
+    bandwidth(pool, 1, buf, n);
+    if (threads > 1) bandwidth(pool, threads, buf, n);
+    threadpool_destroy(pool);
+    free(buf);
+    bench_dispatch(threads);
+    bench_step(threads);
+    bench_matvec(threads);
+    bench_conv(threads);
+    return 0;
+}
