@@ -18,7 +18,9 @@
  * costs about 0.35 us on the dev machine (tests/unit/kbench.c). */
 #define MT_MIN_MACS (1 << 16)
 #define ROW_CHUNK 16
-#define STACK_PREP_BYTES 16384
+/* Prepared activations up to this size live on the stack when the context
+ * has no scratch (one thread): n = 4 rows of 3072 columns, 2 of 6144. */
+#define STACK_PREP_BYTES 65536
 
 typedef struct mm_job {
     ops_mm_fn fn;
