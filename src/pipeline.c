@@ -162,13 +162,15 @@ static int on_frame(const int32_t *codes, int idx, void *arg) {
 /* Reset the context's codec stream for an utterance and, for ICL, prime it
  * with the reference frames (their audio is dropped). *ref_last gets the
  * reference's last sample (for the official cut). */
-static qtts_status audio_prime(qtts_context *ctx, const qtts_gen_params *gp, float *ref_last, qtts_error *e) {
+static qtts_status audio_prime(qtts_context *ctx, const qtts_gen_params *gp, const qtts_voice *voice, float *ref_last,
+                               qtts_error *e) {
     const qtts_model *m = ctx->model;
     if (!ctx->codec)
         return err_set(e, QTTS_ERR_UNSUPPORTED,
                        "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
     codec_stream_reset(ctx->codec);
     if (!(gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE)) return QTTS_OK;
+    if (voice && qtts_voice_is_icl(voice)) return voice_prime(voice, ctx->codec, ref_last, e);
     const int spf = codec_decoder_samples_per_frame(m->codec);
     float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * spf);
     if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
@@ -184,7 +186,7 @@ qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *g
     err_clear(&e);
     qtts_gen_params v = *gp;
     if (gp->voice) voice_apply(gp->voice, &v);
-    qtts_status st = audio_prime(ctx, &v, NULL, &e);
+    qtts_status st = audio_prime(ctx, &v, gp->voice, NULL, &e);
     snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
     return st;
 }
@@ -201,8 +203,9 @@ qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, i
 
 /* One piece: prime (ICL), generate with overlapped decoding, flush. Sets
  * *ref_last to the last reference sample (ICL) for the official cut. */
-static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, const qtts_audio_params *ap, sink *snk,
-                               int *n_frames_out, float *ref_last, qtts_error *e) {
+static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, const qtts_voice *voice,
+                               const qtts_audio_params *ap, sink *snk, int *n_frames_out, float *ref_last,
+                               qtts_error *e) {
     const qtts_model *m = ctx->model;
     synth s;
     memset(&s, 0, sizeof s);
@@ -223,7 +226,7 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
         st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if ((st = audio_prime(ctx, gp, ref_last, e))) goto done;
+    if ((st = audio_prime(ctx, gp, voice, ref_last, e))) goto done;
     qtts_audio_params local = *ap;
     s.ap = &local;
     pthread_t th;
@@ -314,6 +317,7 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
     }
     if ((st = validate_audio(&ap, &e))) goto out;
     qtts_gen_params vgp;
+    const qtts_voice *voice = gp->voice;
     if (gp->voice) { /* resolve the voice here so ICL priming sees its reference codes */
         if (gp->xvector || gp->ref_codes) {
             st = err_set(&e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
@@ -355,7 +359,7 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
             break;
         }
         ctx->keep_stats = 1;
-        st = synth_piece(ctx, &pp, &ap, &snk, &n_frames, &ref_last, &e);
+        st = synth_piece(ctx, &pp, voice, &ap, &snk, &n_frames, &ref_last, &e);
         ctx->keep_stats = 0;
         if (ctx->stop_reason == QTTS_STOP_LENGTH_CAP) ctx->n_capped++;
         if (!st && pieces && pieces[i].pause_after_ms > 0 && i + 1 < n_pieces)

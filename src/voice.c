@@ -2,6 +2,7 @@
  * speaker encoder x-vector (+ codec encoder reference codes and tokenized
  * transcript for ICL), as the official create_voice_clone_prompt does; saved
  * and loaded through the versioned voice file (model/voice_file.c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,41 @@
 
 struct qtts_voice {
     voice_data d;
+    /* ICL: the codec stream primed with the reference frames, made at first
+     * use and restored for every later utterance (guarded by mu). */
+    pthread_mutex_t mu;
+    codec_snapshot primed;
+    float ref_last;
 };
+
+static qtts_voice *voice_alloc(void) {
+    qtts_voice *v = calloc(1, sizeof *v);
+    if (v) pthread_mutex_init(&v->mu, NULL);
+    return v;
+}
+
+qtts_status voice_prime(const qtts_voice *cv, codec_stream *s, float *ref_last, qtts_error *e) {
+    qtts_voice *v = (qtts_voice *)cv; /* the cache is internal state: the voice stays logically immutable */
+    pthread_mutex_lock(&v->mu);
+    qtts_status st = QTTS_OK;
+    if (v->primed.state && v->primed.d == codec_stream_decoder(s)) {
+        codec_stream_restore(s, &v->primed);
+    } else {
+        const int spf = codec_decoder_samples_per_frame(codec_stream_decoder(s));
+        float *tmp = malloc(sizeof(float) * (size_t)v->d.n_ref_frames * spf);
+        codec_stream_reset(s);
+        if (!tmp) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        else st = codec_stream_decode(s, v->d.ref_codes, v->d.n_ref_frames, tmp, e);
+        if (!st) {
+            v->ref_last = tmp[(size_t)v->d.n_ref_frames * spf - 1];
+            st = codec_stream_save(s, &v->primed, e);
+        }
+        free(tmp);
+    }
+    if (!st && ref_last) *ref_last = v->ref_last;
+    pthread_mutex_unlock(&v->mu);
+    return st;
+}
 
 qtts_voice_params qtts_voice_default_params(void) {
     qtts_voice_params p;
@@ -46,7 +81,7 @@ static qtts_status make_voice(qtts_model *m, const float *pcm, size_t n, const q
     if (icl && !m->codec_enc)
         return err_set(e, QTTS_ERR_UNSUPPORTED,
                        "in-context cloning needs the codec encoder of speech_tokenizer/ (load the model with its codec)");
-    qtts_voice *v = calloc(1, sizeof *v);
+    qtts_voice *v = voice_alloc();
     if (!v) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     voice_data *d = &v->d;
     snprintf(d->model_type, sizeof d->model_type, "%.15s", m->cfg.type_name);
@@ -195,7 +230,7 @@ qtts_status qtts_voice_load(qtts_model *m, const char *path, qtts_voice **out, c
     err_clear(&e);
     if (!m || !path || !out) return QTTS_ERR_INVALID_ARG;
     *out = NULL;
-    qtts_voice *v = calloc(1, sizeof *v);
+    qtts_voice *v = voice_alloc();
     if (!v) return QTTS_ERR_NOMEM;
     qtts_status s = voice_load(path, &v->d, &e);
     if (!s && (s = check(m, v, &e))) err_prefix(&e, "%s: ", path);
@@ -213,7 +248,7 @@ qtts_status qtts_voice_load_memory(qtts_model *m, const void *data, size_t size,
     err_clear(&e);
     if (!m || !data || !out) return QTTS_ERR_INVALID_ARG;
     *out = NULL;
-    qtts_voice *v = calloc(1, sizeof *v);
+    qtts_voice *v = voice_alloc();
     if (!v) return QTTS_ERR_NOMEM;
     qtts_status s = voice_load_mem(data, size, name ? name : "voice", &v->d, &e);
     if (!s) s = check(m, v, &e);
@@ -227,6 +262,8 @@ qtts_status qtts_voice_load_memory(qtts_model *m, const void *data, size_t size,
 
 void qtts_voice_free(qtts_voice *v) {
     if (!v) return;
+    codec_snapshot_free(&v->primed);
+    pthread_mutex_destroy(&v->mu);
     voice_free(&v->d);
     free(v);
 }

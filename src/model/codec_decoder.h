@@ -50,6 +50,24 @@ void codec_stream_free(codec_stream *s); /* accepts NULL */
  * streaming allocates nothing. */
 qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
 
+/* A copy of a stream's history (attention window, convolution tails,
+ * position), to restore later on any stream of the same decoder: e.g. a
+ * stream primed with an ICL voice's reference frames, reused per request. */
+typedef struct codec_snapshot {
+    const codec_decoder *d;
+    int64_t pos;
+    int kv_len;
+    size_t n;       /* floats in state */
+    float *state;   /* owned */
+} codec_snapshot;
+
+qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_error *e);
+void codec_stream_restore(codec_stream *s, const codec_snapshot *snap);
+void codec_snapshot_free(codec_snapshot *snap); /* accepts a zeroed snapshot */
+
+/* The decoder a stream belongs to. */
+const codec_decoder *codec_stream_decoder(const codec_stream *s);
+
 /* Frames decoded since creation or the last reset. */
 int64_t codec_stream_position_frames(const codec_stream *s);
 

@@ -195,6 +195,33 @@ void codec_stream_reset(codec_stream *s) {
     s->pos = 0;
 }
 
+qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_error *e) {
+    codec_snapshot_free(snap);
+    snap->state = malloc(s->state_size * sizeof(float) + 1);
+    if (!snap->state) return err_set(e, QTTS_ERR_NOMEM, "out of memory saving the codec state");
+    memcpy(snap->state, s->state, s->state_size * sizeof(float));
+    snap->n = s->state_size;
+    snap->d = s->d;
+    snap->pos = s->pos;
+    snap->kv_len = s->kv_len;
+    return QTTS_OK;
+}
+
+void codec_stream_restore(codec_stream *s, const codec_snapshot *snap) {
+    if (!snap->state || snap->d != s->d || snap->n != s->state_size) return;
+    memcpy(s->state, snap->state, s->state_size * sizeof(float));
+    s->pos = snap->pos;
+    s->kv_len = snap->kv_len;
+}
+
+const codec_decoder *codec_stream_decoder(const codec_stream *s) { return s->d; }
+
+void codec_snapshot_free(codec_snapshot *snap) {
+    if (!snap) return;
+    free(snap->state);
+    memset(snap, 0, sizeof *snap);
+}
+
 void codec_stream_free(codec_stream *s) {
     if (!s) return;
     free(s->scratch);

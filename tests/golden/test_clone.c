@@ -121,6 +121,13 @@ int main(void) {
         snprintf(name, sizeof name, "clone/%s/waveform", run);
         test_report(name, !s && mabs <= 1e-4, "status %d, %zu samples vs %ld, max|d| %.3g", s, n, gw.n, mabs);
         printf("# %-40s max|d| %.3e\n", name, mabs);
+        /* again with the same voice: the decoder now starts from the voice's cached primed state */
+        float *pcm2 = NULL;
+        size_t n2 = 0;
+        qtts_status s2 = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm2, &n2);
+        snprintf(name, sizeof name, "clone/%s/second_use_same_bits", run);
+        test_report(name, !s && !s2 && n2 == n && !memcmp(pcm, pcm2, sizeof(float) * n), "status %d, %zu vs %zu samples", s2, n2, n);
+        free(pcm2);
         free(pcm);
         /* save -> load -> same codes */
         char path[256];
