@@ -199,7 +199,9 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         char sdir[4096];
         snprintf(sdir, sizeof sdir, "%s/speech_tokenizer", dir);
         if ((s = codec_decoder_load(&m->codec, sdir, &e))) goto fail;
-        codec_decoder_set_threads(m->codec, m->params.n_threads);
+        /* the decoder runs beside generation (its own worker thread): half the threads, at least one;
+         * measured on 2 cores: 2 decoder threads competing with generation were slower than 1 */
+        codec_decoder_set_threads(m->codec, m->params.n_threads / 2 > 1 ? m->params.n_threads / 2 : 1);
         if (m->cfg.type == QTTS_MODEL_BASE && (s = codec_encoder_load(&m->codec_enc, sdir, &e))) goto fail;
         if (m->codec_enc) codec_encoder_set_threads(m->codec_enc, m->params.n_threads);
     }
