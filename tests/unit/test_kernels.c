@@ -746,6 +746,45 @@ static void test_dot_axpy(void) {
     }
 }
 
+static void test_attn_head(void) {
+    enum { HD = 128, NP = 37, KVS = 3 * HD };
+    float q[HD], *K = malloc(sizeof(float) * NP * KVS), *V = malloc(sizeof(float) * NP * KVS), sc[NP], out[HD];
+    fill(q, HD, 1.0f);
+    fill(K, (size_t)NP * KVS, 1.0f);
+    fill(V, (size_t)NP * KVS, 1.0f);
+    const float scale = 1.0f / sqrtf((float)HD);
+    double p[NP], m = -INFINITY, tot = 0;
+    for (int j = 0; j < NP; j++) {
+        double d = 0;
+        for (int t = 0; t < HD; t++) d += (double)q[t] * K[(size_t)j * KVS + HD + t];
+        p[j] = d * scale;
+        if (p[j] > m) m = p[j];
+    }
+    for (int j = 0; j < NP; j++) tot += p[j] = exp(p[j] - m);
+    for (int t = 0; t < n_tables; t++) {
+        ops_ctx c;
+        ops_init(&c, 1, 0);
+        c.k = tables[t];
+        ops_attn_head(&c, q, K + HD, V + HD, KVS, NP, HD, scale, sc, out);
+        double worst = 0;
+        for (int i = 0; i < HD; i++) {
+            double r = 0, ra = 0;
+            for (int j = 0; j < NP; j++) {
+                r += p[j] / tot * V[(size_t)j * KVS + HD + i];
+                ra += fabs(p[j] / tot * V[(size_t)j * KVS + HD + i]);
+            }
+            const double e = fabs(out[i] - r) / (1e-5 * ra + 1e-30);
+            if (!(e <= worst)) worst = e;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "attn_head_%s", tables[t]->name);
+        CHECK(name, worst <= 1.0, "error %.3g x 1e-5 sum|p v|", worst);
+        ops_free(&c);
+    }
+    free(K);
+    free(V);
+}
+
 /* ------------------------------------------------------------ convolutions */
 
 static int conv_t_out(int t_in, int k, int s, int d) { return t_in < d * (k - 1) + 1 ? 0 : (t_in - d * (k - 1) - 1) / s + 1; }
@@ -1161,6 +1200,7 @@ int main(void) {
     test_contract();
     test_pool();
     test_dot_axpy();
+    test_attn_head();
     test_conv1d_kernels();
     test_conv1d_streaming();
     test_conv_transpose_kernels();

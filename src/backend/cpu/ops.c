@@ -220,6 +220,16 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
     if (own) rt_release(rt);
 }
 
+/* ------------------------------------------------------------ attention */
+
+void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
+                   int hd, float scale, float *scores, float *out) {
+    for (int j = 0; j < np; j++) scores[j] = c->k->dot(q, K + (size_t)j * kv_stride, hd) * scale;
+    ops_softmax(scores, np);
+    for (int t = 0; t < hd; t++) out[t] = 0.0f;
+    for (int j = 0; j < np; j++) c->k->axpy(out, scores[j], V + (size_t)j * kv_stride, hd);
+}
+
 /* ------------------------------------------------------------ rows */
 
 void ops_get_row(const qt_mat *W, int r, float *out) {

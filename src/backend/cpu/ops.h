@@ -163,6 +163,13 @@ int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n);
 static inline float ops_dot(const ops_ctx *c, const float *a, const float *b, int n) { return c->k->dot(a, b, n); }
 static inline void ops_axpy(const ops_ctx *c, float *y, float a, const float *x, int n) { c->k->axpy(y, a, x, n); }
 
+/* One attention head for one query: scores[j] = scale * (q . K[j]) for
+ * j < np, softmax (ops_softmax), out[hd] = sum_j p_j V[j], with the table's
+ * dot/axpy (rows of K and V kv_stride floats apart; scores: scratch [np]).
+ * Depends only on its own q, K, V, np: batching rows does not change it. */
+void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
+                   int hd, float scale, float *scores, float *out);
+
 /* out[cols] = row r of W widened (dequantised) to f32. */
 void ops_get_row(const qt_mat *W, int r, float *out);
 /* out[cols] += row r of W widened (dequantised) to f32. */
