@@ -292,6 +292,11 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
     }
     /* instruction */
     const int has_instr = (p->instruct_ids && p->n_instruct_ids > 0) || (p->instruct && *p->instruct);
+    if (!has_instr && cfg->type == QTTS_MODEL_VOICE_DESIGN) {
+        s = err_set(e, QTTS_ERR_INPUT,
+                    "a VoiceDesign model needs a description of the voice (instruct), e.g. \"A calm, low female voice\"");
+        goto fail;
+    }
     if (has_instr && cfg->type == QTTS_MODEL_BASE) {
         s = err_set(e, QTTS_ERR_INPUT, "instructions need a CustomVoice 1.7B or VoiceDesign model; this is a Base model");
         goto fail;

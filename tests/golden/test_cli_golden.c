@@ -369,6 +369,24 @@ static void main_job_tests(void) {
     expect_fail("cli/input/speaker_on_base", cmd, 4, "CustomVoice");
     snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' -o %s/x.wav", q(bc), g_tmp);
     expect_fail("cli/input/base_without_voice", cmd, 4, "reference recording");
+    snprintf(cmd, sizeof cmd, "--model %s --text-ids '17 300' --newline-id 10 -o %s/x.wav", q(vd), g_tmp);
+    expect_fail("cli/input/voice_design_needs_description", cmd, 4, "description");
+    /* a very long text (about 60 KB, hundreds of pieces) from a file: bounded, quiet, complete */
+    char big[300];
+    snprintf(big, sizeof big, "%s/big.txt", g_tmp);
+    FILE *bf = fopen(big, "w");
+    for (int i = 0; i < 1000; i++) fprintf(bf, "Sentence %d is here, with a comma. ", i);
+    fclose(bf);
+    snprintf(cmd, sizeof cmd, "%s --model %s --speaker vivian --text-file %s -o %s/big.wav", qtts_bin(), q(e2e), big, g_tmp);
+    rc = run_out(cmd, out, sizeof out, err, sizeof err);
+    char bigwav[300];
+    snprintf(bigwav, sizeof bigwav, "%s/big.wav", g_tmp);
+    SF_INFO binfo;
+    float *bpcm = NULL;
+    int bok = rc == 0 && read_sound(bigwav, &binfo, &bpcm);
+    test_report("cli/very_long_text", bok && binfo.frames > 24000L * 100 && err[0] == 0, "exit %d, %lld samples, stderr %.200s",
+                rc, bok ? (long long)binfo.frames : -1LL, err);
+    free(bpcm);
     /* instruction on a 0.6B CustomVoice: dropped with a warning, as upstream */
     snprintf(cmd, sizeof cmd, "cp -r %s %s/cv06 && sed -i 's/\"1b7\"/\"0b6\"/' %s/cv06/config.json && "
              "%s --model %s/cv06 --text-ids '17 300' --speaker ryan --instruct-ids '5 6' --newline-id 10 --dump-codes %s/i.codes",
