@@ -287,13 +287,15 @@ static void test_helpers(void) {
     metrics_request(m, "speech", 429);
     metrics_speech(m, 2.5, 0.12, 0.4);
     metrics_set_gauges(m, 3, 2);
-    metrics_step(m, 4, 0.01, 0.002);
+    metrics_step(m, 4, 3, 0.01, 0.002);
     char *t = metrics_render(m);
     CHECK("metrics/render_and_parse",
           t && metrics_value(t, "qtts_requests_total{endpoint=\"speech\",status=\"200\"}") == 2 &&
               metrics_value(t, "qtts_requests_total{endpoint=\"speech\",status=\"429\"}") == 1 &&
               metrics_value(t, "qtts_queue_depth") == 3 && metrics_value(t, "qtts_active_slots") == 2 &&
-              metrics_value(t, "qtts_audio_seconds_total") == 2.5 && metrics_value(t, "qtts_frames_generated_total") == 4 &&
+              metrics_value(t, "qtts_audio_seconds_total") == 2.5 &&
+              metrics_value(t, "qtts_frames_generated_total") == 3 &&
+              metrics_value(t, "qtts_engine_stream_steps_total") == 4 &&
               metrics_value(t, "qtts_ttfa_seconds_bucket{le=\"0.2\"}") == 1 &&
               metrics_value(t, "qtts_ttfa_seconds_bucket{le=\"0.1\"}") == 0 && metrics_value(t, "qtts_rtf_count") == 1 &&
               metrics_value(t, "qtts_nothing") == -1,

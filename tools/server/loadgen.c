@@ -28,6 +28,7 @@ typedef struct lg_opts {
     int levels[16], n_levels;
     int requests;
     int warmup;
+    int rounds;
     const char *text, *voice, *instructions, *language, *api_key, *format;
     int chunk_frames, first_chunk_frames, max_new_tokens, force_frames;
     long long seed;
@@ -87,6 +88,17 @@ static void *worker(void *arg) {
     }
 }
 
+/* 1-minute load average of the machine (other work competing for the cores). */
+static double loadavg(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static char *get_metrics(const lg_opts *o) {
     http_result r;
     char headers[512] = "";
@@ -119,6 +131,7 @@ static void usage(void) {
            "                  [--warmup N] [--text STR] [--voice NAME] [--instructions STR] [--language L]\n"
            "                  [--seed N] [--chunk-frames N] [--first-chunk-frames N] [--max-new-tokens N]\n"
            "                  [--frames N (exactly N frames per request, end of speech ignored)]\n"
+           "                  [--rounds N (repeat the sweep, levels interleaved; default 1)]\n"
            "                  [--api-key KEY] [--timeout-s S]\n"
            "Sends R = max(N, C) streamed pcm requests at each concurrency C (default N = 8) and prints a\n"
            "markdown table: TTFA and RTF per request (median, p95), aggregate audio s / wall s, and the\n"
@@ -172,6 +185,7 @@ int loadgen_main(int argc, char **argv) {
     o.n_levels = 4;
     o.requests = 8;
     o.warmup = 1;
+    o.rounds = 1;
     o.text = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
     o.seed = 42;
     o.timeout_ms = 600000;
@@ -209,6 +223,7 @@ int loadgen_main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--requests")) o.requests = atoi(v);
         else if (!strcmp(a, "--warmup")) o.warmup = atoi(v);
+        else if (!strcmp(a, "--rounds")) o.rounds = atoi(v);
         else if (!strcmp(a, "--text")) o.text = v;
         else if (!strcmp(a, "--voice")) o.voice = v;
         else if (!strcmp(a, "--instructions")) o.instructions = v;
@@ -226,6 +241,7 @@ int loadgen_main(int argc, char **argv) {
         }
     }
     if (o.requests < 1) o.requests = 1;
+    if (o.rounds < 1) o.rounds = 1;
     char vbuf[128];
     pick_voice(&o, vbuf, sizeof vbuf);
     char *body = make_body(&o);
@@ -236,7 +252,21 @@ int loadgen_main(int argc, char **argv) {
         free(body);
         return 1;
     }
+    const char *inf = strstr(m0, "\nqtts_info{");
+    if (inf) printf("# server: %.*s\n", (int)strcspn(inf + 1, "\n"), inf + 1);
     free(m0);
+    char cpu[256] = "?";
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (ci && fgets(line, sizeof line, ci))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+            cpu[strcspn(cpu, "\n")] = 0;
+            break;
+        }
+    if (ci) fclose(ci);
+    printf("# client machine: %s, %ld online CPUs, load average %.2f at start\n", cpu, sysconf(_SC_NPROCESSORS_ONLN),
+           loadavg());
     printf("# qtts-server load test: %s:%d, %s%s, seed %lld, pcm streamed, chunk %d frames after a first of %d\n", o.host,
            o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
            o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
@@ -248,79 +278,102 @@ int loadgen_main(int argc, char **argv) {
         printf("# cold request %d: status %d, TTFA %.3f s, %.2f s audio in %.3f s (RTF %.3f)\n", i + 1, r.status,
                r.ttfa_s, r.audio_s, r.total_s, r.audio_s > 0 ? r.total_s / r.audio_s : NAN);
     }
-    printf("\n| concurrency | requests | ok | TTFA median s | TTFA p95 s | RTF median | RTF p95 | audio s / wall s |"
-           " gen audio s / step s | mean batch | step ms | decode ms / frame |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    /* per level, over all rounds */
+    typedef struct acc {
+        result *res;
+        int n;
+        double wall, audio, frames, sstreams, steps, step_s, dec_s, pre_s, pre_n, load;
+    } acc;
+    acc a[16];
+    memset(a, 0, sizeof a);
     int rc = 0;
-    double base_e2e = 0, base_gen = 0, base_ttfa = 0;
+    for (int round = 0; round < o.rounds; round++)
+        for (int li = 0; li < o.n_levels; li++) { /* levels interleaved: drift hits all alike */
+            const int C = o.levels[li];
+            const int R = o.requests > C ? o.requests : C;
+            level_run lr;
+            lr.o = &o;
+            lr.body = body;
+            atomic_init(&lr.next, 0);
+            lr.n = R;
+            lr.res = calloc((size_t)R, sizeof(result));
+            pthread_t th[256];
+            char *ma = get_metrics(&o);
+            const double l0 = loadavg();
+            const double t0 = now_s();
+            int nt = 0;
+            for (int t = 0; t < C; t++)
+                if (!pthread_create(&th[nt], NULL, worker, &lr)) nt++;
+            for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
+            const double wall = now_s() - t0;
+            char *mb = get_metrics(&o);
+            acc *x = &a[li];
+            x->res = realloc(x->res, sizeof(result) * (size_t)(x->n + R));
+            memcpy(x->res + x->n, lr.res, sizeof(result) * (size_t)R);
+            x->n += R;
+            double audio = 0;
+            for (int i = 0; i < R; i++) audio += lr.res[i].ok ? lr.res[i].audio_s : 0;
+            x->wall += wall;
+            x->audio += audio;
+#define DELTA(name) (metrics_value(mb, name) - metrics_value(ma, name))
+            x->frames += DELTA("qtts_frames_generated_total");
+            x->steps += DELTA("qtts_engine_steps_total");
+            x->sstreams += DELTA("qtts_engine_stream_steps_total");
+            x->step_s += DELTA("qtts_engine_step_seconds_total");
+            x->dec_s += DELTA("qtts_engine_decode_seconds_total");
+            x->pre_s += DELTA("qtts_engine_prefill_seconds_total");
+            x->pre_n += DELTA("qtts_engine_prefills_total");
+#undef DELTA
+            x->load += (l0 + loadavg()) / 2 / o.rounds;
+            printf("# round %d, concurrency %d: %d requests, %.2f audio s in %.2f wall s (%.3f audio s / wall s), "
+                   "load average %.2f\n", round + 1, C, R, audio, wall, audio / wall, loadavg());
+            fflush(stdout);
+            free(lr.res);
+            free(ma);
+            free(mb);
+        }
+    printf("\n| concurrency | requests | ok | TTFA median s | TTFA p95 s | RTF median | RTF p95 | audio s / wall s |"
+           " gen audio s / step s | mean batch | step ms | decode ms / frame | prefill ms | load avg |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     double e2e_at[16], gen_at[16], ttfa_at[16];
     for (int li = 0; li < o.n_levels; li++) {
-        const int C = o.levels[li];
-        const int R = o.requests > C ? o.requests : C;
-        level_run lr;
-        lr.o = &o;
-        lr.body = body;
-        atomic_init(&lr.next, 0);
-        lr.n = R;
-        lr.res = calloc((size_t)R, sizeof(result));
-        pthread_t th[256];
-        char *ma = get_metrics(&o);
-        const double t0 = now_s();
-        int nt = 0;
-        for (int t = 0; t < C; t++)
-            if (!pthread_create(&th[nt], NULL, worker, &lr)) nt++;
-        for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
-        const double wall = now_s() - t0;
-        char *mb = get_metrics(&o);
-        double *ttfa = calloc((size_t)R, sizeof(double)), *rtf = calloc((size_t)R, sizeof(double));
+        acc *x = &a[li];
+        double *ttfa = calloc((size_t)x->n + 1, sizeof(double)), *rtf = calloc((size_t)x->n + 1, sizeof(double));
         int ok = 0;
-        double audio = 0;
-        for (int i = 0; i < R; i++) {
-            if (!lr.res[i].ok) continue;
-            ttfa[ok] = lr.res[i].ttfa_s;
-            rtf[ok] = lr.res[i].total_s / lr.res[i].audio_s;
-            audio += lr.res[i].audio_s;
+        for (int i = 0; i < x->n; i++) {
+            if (!x->res[i].ok) continue;
+            ttfa[ok] = x->res[i].ttfa_s;
+            rtf[ok] = x->res[i].total_s / x->res[i].audio_s;
             ok++;
         }
         qsort(ttfa, (size_t)ok, sizeof(double), cmp_d);
         qsort(rtf, (size_t)ok, sizeof(double), cmp_d);
-        const double frames = metrics_value(mb, "qtts_frames_generated_total") - metrics_value(ma, "qtts_frames_generated_total");
-        const double steps = metrics_value(mb, "qtts_engine_steps_total") - metrics_value(ma, "qtts_engine_steps_total");
-        const double step_s =
-            metrics_value(mb, "qtts_engine_step_seconds_total") - metrics_value(ma, "qtts_engine_step_seconds_total");
-        const double dec_s = metrics_value(mb, "qtts_engine_decode_seconds_total") -
-                             metrics_value(ma, "qtts_engine_decode_seconds_total");
-        const double e2e = audio / wall, gen = step_s > 0 ? frames * 0.08 / step_s : NAN;
-        printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.1f | %.2f |\n", C, R, ok,
-               pct(ttfa, ok, 50), pct(ttfa, ok, 95), pct(rtf, ok, 50), pct(rtf, ok, 95), e2e, gen,
-               steps > 0 ? frames / steps : NAN, steps > 0 ? 1000 * step_s / steps : NAN,
-               frames > 0 ? 1000 * dec_s / frames : NAN);
-        fflush(stdout);
-        if (ok < R) rc = 1;
-        if (C == 1) {
-            base_e2e = e2e;
-            base_gen = gen;
-            base_ttfa = pct(ttfa, ok, 50);
-        }
-        e2e_at[li] = e2e;
-        gen_at[li] = gen;
+        if (ok < x->n) rc = 1;
+        e2e_at[li] = x->audio / x->wall;
+        gen_at[li] = x->step_s > 0 ? x->frames * 0.08 / x->step_s : NAN;
         ttfa_at[li] = pct(ttfa, ok, 50);
+        printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.1f | %.1f | %.1f | %.2f |\n",
+               o.levels[li], x->n, ok, pct(ttfa, ok, 50), pct(ttfa, ok, 95), pct(rtf, ok, 50), pct(rtf, ok, 95),
+               e2e_at[li], gen_at[li], x->steps > 0 ? x->sstreams / x->steps : NAN,
+               x->steps > 0 ? 1000 * x->step_s / x->steps : NAN, x->frames > 0 ? 1000 * x->dec_s / x->frames : NAN,
+               x->pre_n > 0 ? 1000 * x->pre_s / x->pre_n : NAN, x->load);
         free(ttfa);
         free(rtf);
-        free(lr.res);
-        free(ma);
-        free(mb);
+        free(x->res);
     }
-    if (base_e2e > 0) {
+    if (o.n_levels > 0 && o.levels[0] == 1) {
         printf("\n| concurrency | generation throughput vs 1 | audio s / wall s vs 1 | median TTFA vs 1 |\n|---|---|---|---|\n");
         for (int li = 0; li < o.n_levels; li++)
-            printf("| %d | %.2fx | %.2fx | %.2fx |\n", o.levels[li], gen_at[li] / base_gen, e2e_at[li] / base_e2e,
-                   ttfa_at[li] / base_ttfa);
+            printf("| %d | %.2fx | %.2fx | %.2fx |\n", o.levels[li], gen_at[li] / gen_at[0], e2e_at[li] / e2e_at[0],
+                   ttfa_at[li] / ttfa_at[0]);
     }
     printf("\nTTFA: request sent -> first PCM byte received. RTF = request seconds / audio seconds (lower is faster;\n"
            "RTFx = 1/RTF). audio s / wall s: all audio received at that level / the level's wall time (end to end).\n"
            "gen audio s / step s: frames generated x 0.08 s / engine seconds in batched steps (talker + code predictor\n"
-           "+ sampling; prefill and codec decode excluded), from the server's /metrics. mean batch = frames / steps.\n");
+           "+ sampling; prefill and codec decode excluded), from the server's /metrics. mean batch = streams per step.\n"
+           "step ms: engine time per batched step; decode ms / frame: codec decoder time per stream-frame (on the\n"
+           "engine thread, after each step); prefill ms: prompt + prefill per request; load avg: the machine's\n"
+           "1-minute load average during the level (other work competing for the cores).\n");
     free(body);
     return rc;
 }

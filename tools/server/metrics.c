@@ -35,10 +35,11 @@ struct metrics {
     hist ttfa, rtf;
     double audio_s;
     unsigned long long n_speech, disconnects, rejected;
-    unsigned long long steps, stream_steps;
+    unsigned long long steps, stream_steps, frames;
     double step_s, decode_s, prefill_s;
     unsigned long long n_prefill;
     int queue_depth, active, slots, ready;
+    char info[512];
 };
 
 metrics *metrics_new(void) {
@@ -102,11 +103,12 @@ void metrics_rejected(metrics *m) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_step(metrics *m, int n, double step_s, double decode_s) {
+void metrics_step(metrics *m, int n, int n_frames, double step_s, double decode_s) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     m->steps++;
     m->stream_steps += (unsigned long long)n;
+    m->frames += (unsigned long long)n_frames;
     m->step_s += step_s;
     m->decode_s += decode_s;
     pthread_mutex_unlock(&m->mu);
@@ -139,6 +141,13 @@ void metrics_set_ready(metrics *m, int ready) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     m->ready = ready;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_set_info(metrics *m, const char *labels) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    snprintf(m->info, sizeof m->info, "%s", labels);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -189,6 +198,8 @@ char *metrics_render(metrics *m) {
     if (!b.p) return NULL;
     b.p[0] = 0;
     pthread_mutex_lock(&m->mu);
+    if (m->info[0])
+        put(&b, "# HELP qtts_info The model and build being served.\n# TYPE qtts_info gauge\nqtts_info{%s} 1\n", m->info);
     put(&b, "# HELP qtts_requests_total HTTP requests answered, by endpoint and status code.\n"
             "# TYPE qtts_requests_total counter\n");
     for (int i = 0; i < m->n_req; i++)
@@ -211,7 +222,10 @@ char *metrics_render(metrics *m) {
     put(&b, "# HELP qtts_audio_seconds_total Seconds of audio produced (24 kHz samples / 24000).\n"
             "# TYPE qtts_audio_seconds_total counter\nqtts_audio_seconds_total %.6f\n", m->audio_s);
     put(&b, "# HELP qtts_frames_generated_total Codec frames generated (80 ms each), all slots.\n"
-            "# TYPE qtts_frames_generated_total counter\nqtts_frames_generated_total %llu\n", m->stream_steps);
+            "# TYPE qtts_frames_generated_total counter\nqtts_frames_generated_total %llu\n", m->frames);
+    put(&b, "# HELP qtts_engine_stream_steps_total Sum over batched steps of the streams in each (mean batch = "
+            "this / qtts_engine_steps_total).\n# TYPE qtts_engine_stream_steps_total counter\n"
+            "qtts_engine_stream_steps_total %llu\n", m->stream_steps);
     put(&b, "# HELP qtts_engine_steps_total Batched steps (one frame for every active slot).\n"
             "# TYPE qtts_engine_steps_total counter\nqtts_engine_steps_total %llu\n", m->steps);
     put(&b, "# HELP qtts_engine_step_seconds_total Engine time in batched generation steps (talker + code "

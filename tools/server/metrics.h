@@ -20,13 +20,16 @@ void metrics_request(metrics *m, const char *endpoint, int status);
 void metrics_speech(metrics *m, double audio_s, double ttfa_s, double rtf);
 void metrics_disconnect(metrics *m);      /* a client went away before the end */
 void metrics_rejected(metrics *m);        /* 429: queue full */
-/* Engine: one batched step of n streams took step_s (generation only) and the
- * decode of the frames it produced took decode_s. */
-void metrics_step(metrics *m, int n_streams, double step_s, double decode_s);
+/* Engine: one batched step of n streams made n_frames frames (a stream's
+ * last step may make none) in step_s (generation only); decoding after it
+ * took decode_s. */
+void metrics_step(metrics *m, int n_streams, int n_frames, double step_s, double decode_s);
 void metrics_prefill(metrics *m, double s); /* one request's prompt + prefill */
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);
 void metrics_set_ready(metrics *m, int ready);
+/* Labels of the qtts_info gauge, e.g. model="x",kernels="avx512" (copied). */
+void metrics_set_info(metrics *m, const char *labels);
 
 /* Render everything; returns a malloc'ed NUL-terminated string (caller frees). */
 char *metrics_render(metrics *m);

@@ -156,6 +156,7 @@ typedef struct slot {
     int n_pending;
     int n_decoded;       /* frames decoded for this job */
     int failed;          /* a decode failed: the job ends with the error */
+    int n_new;           /* frames made in the current step */
     qtts_status fail_st;
     char fail_msg[256];
     float *pcm;          /* [MAX_CHUNK * spf] */
@@ -225,6 +226,7 @@ static int on_frame(const int32_t *codes, int idx, void *u) {
     }
     memcpy(sl->pending + (size_t)sl->n_pending * sl->s->G, codes, sizeof(int32_t) * sl->s->G);
     sl->n_pending++;
+    sl->n_new++;
     return 0;
 }
 
@@ -365,18 +367,24 @@ static void *engine(void *arg) {
         /* one frame for everyone */
         const int n = qtts_batch_size(s->batch);
         double step_s = 0, decode_s = 0;
+        int n_frames = 0;
         if (n > 0) {
+            for (int i = 0; i < s->p.n_slots; i++) s->slots[i].n_new = 0;
             const double t = now_s();
             qtts_batch_step(s->batch);
             step_s = now_s() - t;
+            for (int i = 0; i < s->p.n_slots; i++) n_frames += s->slots[i].n_new;
         }
-        for (int i = 0; i < s->p.n_slots; i++) {
-            slot *sl = &s->slots[i];
-            if (!sl->j) continue;
-            if (sl->n_pending >= chunk_want(sl)) decode_pending(sl, &decode_s);
-            if (!qtts_context_is_generating(sl->ctx)) retire(s, sl, &decode_s);
-        }
-        if (n > 0) metrics_step(s->mx, n, step_s, decode_s);
+        /* first chunks first: a stream that has not made a sound yet is
+         * waiting for its first audio; the others have audio buffered */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < s->p.n_slots; i++) {
+                slot *sl = &s->slots[i];
+                if (!sl->j || (sl->n_decoded == 0) != (pass == 0)) continue;
+                if (sl->n_pending >= chunk_want(sl)) decode_pending(sl, &decode_s);
+                if (!qtts_context_is_generating(sl->ctx)) retire(s, sl, &decode_s);
+            }
+        if (n > 0) metrics_step(s->mx, n, n_frames, step_s, decode_s);
         pthread_mutex_lock(&s->mu);
         int active = 0;
         for (int i = 0; i < s->p.n_slots; i++) active += s->slots[i].j != NULL;

@@ -104,6 +104,14 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
         snprintf(err, n, "out of memory");
         rc = -1;
     }
+    if (!rc) {
+        char info[512];
+        snprintf(info, sizeof info,
+                 "model=\"%s\",type=\"%s\",size=\"%s\",weights=\"%s\",kernels=\"%s\",threads=\"%d\",slots=\"%d\"",
+                 cfg->model_name, s->info.type_name, s->info.size_name, s->info.weight_dtype, s->info.kernels,
+                 s->info.n_threads, cfg->n_slots);
+        metrics_set_info(s->mx, info);
+    }
     sched_params sp = {cfg->n_slots, cfg->queue_depth, cfg->n_ctx, cfg->warmup};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
