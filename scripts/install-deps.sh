@@ -1,7 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages qtts needs to build and test. Idempotent: does
 # nothing when every package is already installed. Needs root (or sudo).
+# With --tests it also installs what the integration tests drive (nginx,
+# Node.js + npm for the official openai client, pocketsphinx and espeak-ng).
 set -e
+if [ "${1:-}" = "--tests" ]; then
+    sh "$(dirname "$0")/install-deps.sh"
+    sh "$(dirname "$0")/install-server-test-deps.sh"
+    sh "$(dirname "$0")/install-bench-deps.sh"
+    exit 0
+fi
 PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev librubberband-dev"
 missing=""
 for p in $PKGS; do
