@@ -258,7 +258,7 @@ static void bad_requests(server *s) {
 typedef struct bg {
     server *s;
     int idx;
-    volatile int stop;
+    atomic_int stop;
     long bytes;
     int status;
 } bg;

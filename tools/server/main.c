@@ -22,6 +22,8 @@ static void usage(void) {
         "  -m, --model DIR            checkpoint folder (CustomVoice, VoiceDesign or Base)\n"
         "  --model-name NAME          id shown by /v1/models (default: the folder's name)\n"
         "  --threads N                compute threads (default: all CPUs)\n"
+        "  --weights native|q8|q4     talker and code-predictor matrices in memory: as stored (BF16), int8 or\n"
+        "                             int4 blocks quantised at load (default native)\n"
         "network:\n"
         "  --host ADDR                address to bind (default 127.0.0.1: this machine only)\n"
         "  --port N                   TCP port (default 8000; 0 = any free port)\n"
@@ -42,6 +44,7 @@ static void usage(void) {
         "  --first-chunk-frames N     frames in the first streamed chunk (default 1 = 80 ms)\n"
         "  --chunk-frames N           frames per later chunk (default 4 = 320 ms)\n"
         "  --drain S                  on SIGTERM, let running requests finish for S seconds (default 5)\n"
+        "  --decode-threads N         codec decode workers beside generation (default 1)\n"
         "  --no-warmup                ready at once, without a warm-up generation\n"
         "other:\n"
         "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
@@ -72,7 +75,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--loadgen")) return loadgen_main(argc, argv);
     server_config cfg = server_default_config();
     cfg.max_frames = 4096;
-    const char *model_dir = NULL, *port_file = NULL;
+    const char *model_dir = NULL, *port_file = NULL, *weights = "native";
     long n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
     const char *env_key = getenv("QTTS_API_KEY");
@@ -120,6 +123,7 @@ int main(int argc, char **argv) {
         STR_OPT("--model-name", cfg.model_name)
         STR_OPT("--host", cfg.host)
         STR_OPT("--port-file", port_file)
+        STR_OPT("--weights", weights)
         STR_OPT("--api-key", cfg.api_key)
         STR_OPT("--cors-origin", cfg.cors_origin)
         STR_OPT("--voices-dir", cfg.voices_dir)
@@ -138,6 +142,7 @@ int main(int argc, char **argv) {
         INT_OPT("--first-chunk-frames", 1, 64, cfg.first_chunk_frames)
         INT_OPT("--chunk-frames", 1, 64, cfg.chunk_frames)
         INT_OPT("--drain", 0, 3600, cfg.drain_s)
+        INT_OPT("--decode-threads", 1, 64, cfg.decode_threads)
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }
@@ -167,6 +172,13 @@ int main(int argc, char **argv) {
 
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = (int)n_threads;
+    if (!strcmp(weights, "native")) mp.weights = QTTS_WEIGHTS_NATIVE;
+    else if (!strcmp(weights, "q8")) mp.weights = QTTS_WEIGHTS_Q8;
+    else if (!strcmp(weights, "q4")) mp.weights = QTTS_WEIGHTS_Q4;
+    else {
+        fprintf(stderr, "qtts-server: --weights must be native, q8 or q4 (got '%s')\n", weights);
+        return 2;
+    }
     mp.log = log_cb;
     mp.log_user = &cfg;
     char err[1024];
@@ -183,9 +195,9 @@ int main(int argc, char **argv) {
     }
     qtts_model_info info;
     qtts_model_get_info(m, &info);
-    srv_log(NULL, 2, "serving %s (%s %s, %s kernels, %d threads) on http://%s:%d with %d slots, queue %d", cfg.model_name,
-            info.type_name, info.size_name, info.kernels, info.n_threads, cfg.host, server_port(s), cfg.n_slots,
-            cfg.queue_depth);
+    srv_log(NULL, 2, "serving %s (%s %s, %s weights, %s kernels, %d threads) on http://%s:%d with %d slots, queue %d",
+            cfg.model_name, info.type_name, info.size_name, info.talker_format, info.kernels, info.n_threads, cfg.host,
+            server_port(s), cfg.n_slots, cfg.queue_depth);
     if (port_file) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.tmp", port_file);

@@ -122,6 +122,13 @@ void metrics_prefill(metrics *m, double s) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_decode(metrics *m, double s) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->decode_s += s;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_set_gauges(metrics *m, int queue_depth, int active) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
@@ -231,7 +238,7 @@ char *metrics_render(metrics *m) {
     put(&b, "# HELP qtts_engine_step_seconds_total Engine time in batched generation steps (talker + code "
             "predictor + sampling), decode excluded.\n# TYPE qtts_engine_step_seconds_total counter\n"
             "qtts_engine_step_seconds_total %.6f\n", m->step_s);
-    put(&b, "# HELP qtts_engine_decode_seconds_total Engine time in the codec decoder.\n"
+    put(&b, "# HELP qtts_engine_decode_seconds_total Time in the codec decoder (decode workers, beside generation).\n"
             "# TYPE qtts_engine_decode_seconds_total counter\nqtts_engine_decode_seconds_total %.6f\n", m->decode_s);
     put(&b, "# HELP qtts_engine_prefill_seconds_total Engine time in prompt building and prefill.\n"
             "# TYPE qtts_engine_prefill_seconds_total counter\nqtts_engine_prefill_seconds_total %.6f\n"

@@ -25,6 +25,7 @@ void metrics_rejected(metrics *m);        /* 429: queue full */
  * took decode_s. */
 void metrics_step(metrics *m, int n_streams, int n_frames, double step_s, double decode_s);
 void metrics_prefill(metrics *m, double s); /* one request's prompt + prefill */
+void metrics_decode(metrics *m, double s);  /* codec decoding (a decode worker) */
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);
 void metrics_set_ready(metrics *m, int ready);

@@ -1,11 +1,21 @@
-/* The engine thread (see scheduler.h). One iteration: run pending tasks ->
- * admit queued jobs into free slots (audio_begin + batch_add: the prefill)
- * -> remove cancelled slots -> qtts_batch_step (one frame for every slot,
- * each weight read once) -> decode each slot's pending frames once a chunk is
- * full -> hand finished slots' results to their jobs. The frame callback only
- * queues codes, so the step time measures generation alone; decoding stays on
- * this thread because the model's kernels (and their thread pool) take one
- * caller at a time. */
+/* The engine thread and the decode workers (see scheduler.h).
+ * Engine iteration: run pending tasks -> admit queued jobs into free slots
+ * (audio_begin + batch_add: the prefill) -> remove cancelled slots ->
+ * qtts_batch_step (one frame for every slot, each weight read once) -> hand
+ * each slot's frames to its decode worker once a chunk is full, and a
+ * finished slot's rest with a "final" mark. The frame callback only queues
+ * codes, so the step time measures generation alone.
+ * Decode worker: first chunks and cancellations first (a stream waiting for
+ * its first audio, a slot to free), then chunks in order, decoded frame by
+ * frame so a waiting first chunk never waits for more than one frame; the
+ * final task finishes the context and the job and frees the slot.
+ * Thread safety: the engine steps a context (generation state) while its
+ * worker decodes (codec state): disjoint parts of the context, as in
+ * qtts_synthesize's overlapped decoding; calls that touch the rest
+ * (audio_begin, batch_add, context_finish) happen only while the other
+ * thread leaves that context alone (a slot is free, or drained). The model's
+ * kernels fall back to the calling thread when another thread holds their
+ * pool, so concurrent calls are safe. */
 #include "scheduler.h"
 
 #include <errno.h>
@@ -13,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_CHUNK 64 /* frames per decoded chunk at most */
 
@@ -23,6 +34,12 @@ static double now_s(void) {
 }
 
 /* ---------------------------------------------------------------- jobs */
+
+static void job_retain(job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->refs++;
+    pthread_mutex_unlock(&j->mu);
+}
 
 job *job_new(void) {
     job *j = calloc(1, sizeof *j);
@@ -52,6 +69,7 @@ void job_release(job *j) {
     free(j->instruct);
     free(j->speaker);
     free(j->language);
+    free(j->xvector);
     voice_ref_release(j->voice);
     free(j->pcm);
     free(j);
@@ -148,19 +166,45 @@ static void job_finish(job *j, qtts_status st, const char *msg, int n_frames, qt
 
 /* ---------------------------------------------------------------- engine */
 
+enum { SLOT_FREE = 0, SLOT_ACTIVE, SLOT_DRAINING };
+
+typedef struct dtask {
+    struct slot *sl;
+    job *j;              /* a reference of its own */
+    int32_t *codes;      /* [n][G] */
+    int n;
+    int final;           /* the stream has left the batch: finish the job, free the slot */
+    struct dtask *next;
+} dtask;
+
 typedef struct slot {
     struct sched *s;
+    int index;
     qtts_context *ctx;
-    job *j;              /* NULL when free */
-    int32_t *pending;    /* [MAX_CHUNK][G] frames not yet decoded */
+    job *j;              /* set while not free */
+    atomic_int state;    /* SLOT_*: FREE->ACTIVE and ACTIVE->DRAINING by the engine, DRAINING->FREE by the worker */
+    int32_t *pending;    /* [MAX_CHUNK][G] frames not yet handed to the worker (engine) */
     int n_pending;
-    int n_decoded;       /* frames decoded for this job */
-    int failed;          /* a decode failed: the job ends with the error */
-    int n_new;           /* frames made in the current step */
-    qtts_status fail_st;
-    char fail_msg[256];
-    float *pcm;          /* [MAX_CHUNK * spf] */
+    int n_sent;          /* frames handed to the worker for this job (engine) */
+    int n_new;           /* frames made in the current step (engine) */
+    atomic_int failed;   /* a decode failed: the stream stops, the job ends with the error */
+    qtts_status fail_st; /* worker */
+    char fail_msg[256];  /* worker */
+    struct dtask final_task; /* the slot's last task, never allocated */
 } slot;
+
+typedef struct dworker {
+    struct sched *s;
+    pthread_t th;
+    int have_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dtask *hi, *hi_tail; /* first chunks, cancelled slots */
+    dtask *lo, *lo_tail; /* later chunks, in order */
+    atomic_int n_hi;     /* tasks in hi (peeked between frames) */
+    int stop;            /* finish the queue, then exit */
+    float *pcm;          /* [MAX_CHUNK * spf] */
+} dworker;
 
 typedef struct task {
     void (*fn)(void *);
@@ -176,52 +220,162 @@ struct sched {
     int G, spf;
     qtts_batch *batch;
     slot *slots;
+    dworker *workers;
     pthread_t thread;
     int have_thread;
-    pthread_mutex_t mu;   /* guards everything below */
+    pthread_mutex_t mu;   /* guards the queue, n_busy, tasks, stop */
     pthread_cond_t cv;    /* engine wake-up */
     pthread_cond_t task_cv;
     job **queue;          /* ring of queued jobs */
     int q_cap, q_head, q_len;
-    int n_active;         /* slots in use (written by the engine) */
+    int n_busy;           /* slots not free */
     task *tasks, *tasks_tail;
     int stop;
+    job *warm;            /* the warm-up job until it is done */
     atomic_int ready;
     char warm_err[600];
 };
 
-static void update_gauges(sched *s) { metrics_set_gauges(s->mx, s->q_len, s->n_active); }
+static void update_gauges(sched *s) { metrics_set_gauges(s->mx, s->q_len, s->n_busy); }
 
-/* Decode a slot's pending frames and hand the samples to its job. */
-static void decode_pending(slot *sl, double *decode_s) {
-    if (!sl->n_pending || sl->failed) return;
-    const double t = now_s();
-    qtts_status st = qtts_context_audio_decode(sl->ctx, sl->pending, sl->n_pending, sl->pcm);
-    *decode_s += now_s() - t;
-    if (st) {
-        sl->failed = 1;
-        sl->fail_st = st;
-        snprintf(sl->fail_msg, sizeof sl->fail_msg, "decoding audio failed: %s", qtts_context_last_error(sl->ctx));
-        return;
+/* ---------------------------------------------------------------- decode workers */
+
+static dworker *worker_of(const slot *sl) { return &sl->s->workers[sl->index % sl->s->p.decode_threads]; }
+
+/* Queue the slot's pending frames (copied) for its worker; hi = ahead of the
+ * chunks. A final task always gets through (it is the slot's own). */
+static void send_frames(slot *sl, int final, int hi) {
+    dworker *w = worker_of(sl);
+    dtask *t = final ? &sl->final_task : calloc(1, sizeof *t);
+    int32_t *codes = t && sl->n_pending ? malloc(sizeof(int32_t) * (size_t)sl->n_pending * sl->s->G) : NULL;
+    if (!t || (sl->n_pending && !codes)) { /* out of memory: the stream ends with it */
+        atomic_store(&sl->failed, 1);
+        if (!final) {
+            free(t);
+            sl->n_pending = 0;
+            return;
+        }
     }
-    if (job_push(sl->j, sl->pcm, (size_t)sl->n_pending * sl->s->spf)) {
-        sl->failed = 1;
-        sl->fail_st = QTTS_ERR_NOMEM;
-        snprintf(sl->fail_msg, sizeof sl->fail_msg, "out of memory buffering audio");
-        return;
-    }
-    sl->n_decoded += sl->n_pending;
+    memset(t, 0, sizeof *t);
+    if (codes) memcpy(codes, sl->pending, sizeof(int32_t) * (size_t)sl->n_pending * sl->s->G);
+    t->sl = sl;
+    t->j = sl->j;
+    job_retain(t->j);
+    t->codes = codes;
+    t->n = codes ? sl->n_pending : 0;
+    t->final = final;
+    sl->n_sent += t->n;
     sl->n_pending = 0;
+    pthread_mutex_lock(&w->mu);
+    dtask **head = hi ? &w->hi : &w->lo, **tail = hi ? &w->hi_tail : &w->lo_tail;
+    if (*tail) (*tail)->next = t;
+    else *head = t;
+    *tail = t;
+    if (hi) atomic_fetch_add(&w->n_hi, 1);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
+
+static dtask *pop(dworker *w, int hi_only) {
+    dtask *t = w->hi;
+    if (t) {
+        w->hi = t->next;
+        if (!w->hi) w->hi_tail = NULL;
+        atomic_fetch_sub(&w->n_hi, 1);
+    } else if (!hi_only && (t = w->lo)) {
+        w->lo = t->next;
+        if (!w->lo) w->lo_tail = NULL;
+    }
+    return t;
+}
+
+static void run_task(dworker *w, dtask *t);
+
+/* Between two frames of a chunk: anything urgent (a first chunk, a slot to free) goes first. */
+static void run_urgent(dworker *w) {
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        dtask *u = pop(w, 1);
+        pthread_mutex_unlock(&w->mu);
+        if (!u) return;
+        run_task(w, u);
+    }
+}
+
+static void run_task(dworker *w, dtask *t) {
+    slot *sl = t->sl;
+    sched *s = sl->s;
+    job *j = t->j;
+    pthread_mutex_lock(&s->mu);
+    const int mine = sl->j == j; /* a task of a job that has left (cancelled) may linger */
+    pthread_mutex_unlock(&s->mu);
+    const int live = mine && !atomic_load(&j->cancel) && !atomic_load(&sl->failed);
+    int done = 0;
+    if (live && t->n) {
+        const double t0 = now_s();
+        for (; done < t->n; done++) {
+            if (done > 0 && atomic_load(&w->n_hi) > 0) run_urgent(w);
+            qtts_status st = qtts_context_audio_decode(sl->ctx, t->codes + (size_t)done * s->G, 1,
+                                                       w->pcm + (size_t)done * s->spf);
+            if (st) {
+                sl->fail_st = st;
+                snprintf(sl->fail_msg, sizeof sl->fail_msg, "decoding audio failed: %s",
+                         qtts_context_last_error(sl->ctx));
+                atomic_store(&sl->failed, 1);
+                break;
+            }
+        }
+        metrics_decode(s->mx, now_s() - t0);
+        if (done == t->n && job_push(j, w->pcm, (size_t)t->n * s->spf)) {
+            sl->fail_st = QTTS_ERR_NOMEM;
+            snprintf(sl->fail_msg, sizeof sl->fail_msg, "out of memory buffering audio");
+            atomic_store(&sl->failed, 1);
+        }
+    }
+    if (t->final && mine) { /* the stream left the batch: nobody else touches the context now */
+        int nf = 0;
+        qtts_status st = qtts_context_finish(sl->ctx, &nf);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", st ? qtts_context_last_error(sl->ctx) : "");
+        if (!st && atomic_load(&sl->failed)) {
+            st = sl->fail_st ? sl->fail_st : QTTS_ERR_NOMEM;
+            snprintf(msg, sizeof msg, "%s", sl->fail_msg[0] ? sl->fail_msg : "out of memory");
+        }
+        job_finish(j, st, msg, nf, qtts_context_stop_reason(sl->ctx));
+        pthread_mutex_lock(&s->mu);
+        sl->j = NULL;
+        atomic_store(&sl->state, SLOT_FREE);
+        s->n_busy--;
+        update_gauges(s);
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        job_release(j); /* the slot's reference */
+    }
+    job_release(j); /* the task's */
+    free(t->codes);
+    if (t != &sl->final_task) free(t);
+}
+
+static void *worker_main(void *arg) {
+    dworker *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        dtask *t;
+        while (!(t = pop(w, 0)) && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        if (!t) return NULL; /* stopping and nothing left */
+        run_task(w, t);
+    }
+}
+
+/* ---------------------------------------------------------------- engine */
 
 static int on_frame(const int32_t *codes, int idx, void *u) {
     slot *sl = u;
     (void)idx;
-    if (atomic_load(&sl->j->cancel) || sl->failed) return 1;
-    if (sl->n_pending == MAX_CHUNK) { /* cannot happen: chunks are decoded after every step */
-        sl->failed = 1;
-        sl->fail_st = QTTS_ERR_INTERNAL;
-        snprintf(sl->fail_msg, sizeof sl->fail_msg, "frame queue overflow");
+    if (atomic_load(&sl->j->cancel) || atomic_load(&sl->failed)) return 1;
+    if (sl->n_pending == MAX_CHUNK) { /* cannot happen: chunks leave after every step */
+        atomic_store(&sl->failed, 1);
         return 1;
     }
     memcpy(sl->pending + (size_t)sl->n_pending * sl->s->G, codes, sizeof(int32_t) * sl->s->G);
@@ -230,25 +384,35 @@ static int on_frame(const int32_t *codes, int idx, void *u) {
     return 0;
 }
 
-static int chunk_want(const slot *sl) { return sl->n_decoded == 0 ? sl->j->first_chunk_frames : sl->j->chunk_frames; }
+static int chunk_want(const slot *sl) { return sl->n_sent == 0 ? sl->j->first_chunk_frames : sl->j->chunk_frames; }
 
-/* Admit job j into free slot sl: reset its decoder, prefill, join the batch. */
+static void free_slot(sched *s, slot *sl) {
+    pthread_mutex_lock(&s->mu);
+    sl->j = NULL;
+    atomic_store(&sl->state, SLOT_FREE);
+    s->n_busy--;
+    update_gauges(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Prefill job j in slot sl (reserved ACTIVE by the caller) and join the batch. */
 static void admit(sched *s, slot *sl, job *j) {
-    sl->j = j;
-    sl->n_pending = sl->n_decoded = 0;
-    sl->failed = 0;
+    sl->n_pending = sl->n_sent = 0;
+    atomic_store(&sl->failed, 0);
+    sl->fail_st = QTTS_OK;
+    sl->fail_msg[0] = 0;
     const double t = now_s();
-    qtts_status st = QTTS_OK;
+    qtts_status st;
     if (atomic_load(&j->cancel)) {
-        job_finish(j, QTTS_ERR_CANCELLED, "cancelled before it started", 0, QTTS_STOP_CANCELLED);
         st = QTTS_ERR_CANCELLED;
+        job_finish(j, st, "cancelled before it started", 0, QTTS_STOP_CANCELLED);
     } else {
         st = qtts_context_audio_begin(sl->ctx, &j->gp);
         if (!st) st = qtts_batch_add(s->batch, sl->ctx, &j->gp, on_frame, sl);
         if (st) job_finish(j, st, qtts_context_last_error(sl->ctx), 0, QTTS_STOP_NONE);
     }
     if (st) {
-        sl->j = NULL;
+        free_slot(s, sl);
         job_release(j);
         return;
     }
@@ -256,68 +420,57 @@ static void admit(sched *s, slot *sl, job *j) {
     job_set_state(j, JOB_RUNNING);
 }
 
-/* A slot whose stream left the batch: flush its audio, report, free the slot. */
-static void retire(sched *s, slot *sl, double *decode_s) {
-    int nf = 0;
-    qtts_status st = qtts_context_finish(sl->ctx, &nf);
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", st ? qtts_context_last_error(sl->ctx) : "");
-    if (!st) decode_pending(sl, decode_s);
-    if (sl->failed) {
-        st = sl->fail_st;
-        snprintf(msg, sizeof msg, "%s", sl->fail_msg);
-    }
-    job_finish(sl->j, st, msg, nf, qtts_context_stop_reason(sl->ctx));
-    job_release(sl->j);
-    sl->j = NULL;
-    sl->n_pending = 0;
-}
-
-static void warmup(sched *s) {
+static void warmup_job(sched *s) {
     qtts_model_info info;
     qtts_model_get_info(s->model, &info);
+    job *j = job_new();
+    if (!j) {
+        snprintf(s->warm_err, sizeof s->warm_err, "warm-up failed: out of memory");
+        return;
+    }
     qtts_gen_params gp = qtts_gen_default_params(s->model);
     gp.text = "Hello.";
     gp.force_frames = 4;
-    float *xv = NULL;
     if (info.type == QTTS_MODEL_CUSTOM_VOICE && qtts_model_n_speakers(s->model) > 0)
         gp.speaker = qtts_model_speaker(s->model, 0);
     else if (info.type == QTTS_MODEL_VOICE_DESIGN)
         gp.instruct = "A calm, clear voice.";
     else if (info.type == QTTS_MODEL_BASE) {
-        xv = calloc((size_t)info.hidden_size, sizeof(float));
-        gp.xvector = xv;
+        j->xvector = calloc((size_t)info.hidden_size, sizeof(float)); /* a zero x-vector, freed with the job */
+        gp.xvector = j->xvector;
     }
-    job *j = job_new();
-    slot *sl = &s->slots[0];
-    qtts_status st = j ? QTTS_OK : QTTS_ERR_NOMEM;
-    if (!st) {
-        j->gp = gp;
-        j->refs = 2; /* admit/retire drop one */
-        admit(s, sl, j);
-        double d = 0;
-        for (int i = 0; i < 64 && qtts_batch_size(s->batch) > 0; i++) {
-            qtts_batch_step(s->batch);
-            decode_pending(sl, &d);
-        }
-        if (sl->j) retire(s, sl, &d);
-        st = j->status;
-        if (st) snprintf(s->warm_err, sizeof s->warm_err, "warm-up failed: %s", j->err);
-        job_release(j);
-    } else {
-        snprintf(s->warm_err, sizeof s->warm_err, "warm-up failed: out of memory");
-    }
-    free(xv);
-    if (!st) {
+    j->gp = gp;
+    j->first_chunk_frames = 1;
+    j->chunk_frames = 4;
+    j->refs = 2; /* ours (s->warm) and the engine's */
+    j->state = JOB_QUEUED;
+    s->queue[s->q_head] = j;
+    s->q_len = 1;
+    s->warm = j;
+}
+
+static int job_done(job *j) {
+    pthread_mutex_lock(&j->mu);
+    const int done = j->state == JOB_DONE;
+    pthread_mutex_unlock(&j->mu);
+    return done;
+}
+
+static void check_warm(sched *s) {
+    job *j = s->warm;
+    if (!job_done(j)) return;
+    if (j->status) snprintf(s->warm_err, sizeof s->warm_err, "warm-up failed: %s", j->err);
+    else {
         atomic_store(&s->ready, 1);
         metrics_set_ready(s->mx, 1);
     }
+    s->warm = NULL;
+    job_release(j);
 }
 
 static void *engine(void *arg) {
     sched *s = arg;
-    if (s->p.warmup) warmup(s);
-    else {
+    if (!s->warm) {
         atomic_store(&s->ready, 1);
         metrics_set_ready(s->mx, 1);
     }
@@ -325,29 +478,42 @@ static void *engine(void *arg) {
     job *admitted_jobs[QTTS_MAX_BATCH];
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        while (!s->stop && s->n_active == 0 && s->q_len == 0 && !s->tasks) pthread_cond_wait(&s->cv, &s->mu);
+        for (;;) {
+            int active = 0, free_slots = 0;
+            for (int i = 0; i < s->p.n_slots; i++) {
+                const int st = atomic_load(&s->slots[i].state);
+                active += st == SLOT_ACTIVE;
+                free_slots += st == SLOT_FREE;
+            }
+            if (s->stop || active || (s->q_len && free_slots) || s->tasks || (s->warm && job_done(s->warm))) break;
+            pthread_cond_wait(&s->cv, &s->mu);
+        }
         if (s->stop) {
             pthread_mutex_unlock(&s->mu);
             break;
         }
+        pthread_mutex_unlock(&s->mu);
+        if (s->warm) check_warm(s);
+        pthread_mutex_lock(&s->mu);
         task *tk = s->tasks;
         s->tasks = s->tasks_tail = NULL;
         int n_adm = 0;
         for (int i = 0; i < s->p.n_slots && s->q_len > 0; i++) {
-            if (s->slots[i].j) continue;
+            slot *sl = &s->slots[i];
+            if (atomic_load(&sl->state) != SLOT_FREE) continue;
             job *j = s->queue[s->q_head];
             s->q_head = (s->q_head + 1) % s->q_cap;
             s->q_len--;
-            admitted[n_adm] = &s->slots[i];
+            sl->j = j;
+            atomic_store(&sl->state, SLOT_ACTIVE);
+            s->n_busy++;
+            admitted[n_adm] = sl;
             admitted_jobs[n_adm++] = j;
-            s->slots[i].j = j; /* reserve */
-            s->n_active++;
         }
         update_gauges(s);
         pthread_mutex_unlock(&s->mu);
 
-        /* tasks (voice cloning ...) */
-        while (tk) {
+        while (tk) { /* tasks (voice cloning ...) */
             task *next = tk->next;
             tk->fn(tk->arg);
             pthread_mutex_lock(&s->mu);
@@ -361,12 +527,13 @@ static void *engine(void *arg) {
         /* leavers: clients gone */
         for (int i = 0; i < s->p.n_slots; i++) {
             slot *sl = &s->slots[i];
-            if (sl->j && atomic_load(&sl->j->cancel) && qtts_context_is_generating(sl->ctx))
+            if (atomic_load(&sl->state) == SLOT_ACTIVE && atomic_load(&sl->j->cancel) &&
+                qtts_context_is_generating(sl->ctx))
                 qtts_batch_remove(s->batch, sl->ctx);
         }
         /* one frame for everyone */
         const int n = qtts_batch_size(s->batch);
-        double step_s = 0, decode_s = 0;
+        double step_s = 0;
         int n_frames = 0;
         if (n > 0) {
             for (int i = 0; i < s->p.n_slots; i++) s->slots[i].n_new = 0;
@@ -374,34 +541,29 @@ static void *engine(void *arg) {
             qtts_batch_step(s->batch);
             step_s = now_s() - t;
             for (int i = 0; i < s->p.n_slots; i++) n_frames += s->slots[i].n_new;
+            metrics_step(s->mx, n, n_frames, step_s, 0);
         }
-        /* first chunks first: a stream that has not made a sound yet is
-         * waiting for its first audio; the others have audio buffered */
-        for (int pass = 0; pass < 2; pass++)
-            for (int i = 0; i < s->p.n_slots; i++) {
-                slot *sl = &s->slots[i];
-                if (!sl->j || (sl->n_decoded == 0) != (pass == 0)) continue;
-                if (sl->n_pending >= chunk_want(sl)) decode_pending(sl, &decode_s);
-                if (!qtts_context_is_generating(sl->ctx)) retire(s, sl, &decode_s);
+        /* frames to the decode workers; finished streams to be drained */
+        for (int i = 0; i < s->p.n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
+            const int first = sl->n_sent == 0;
+            if (!qtts_context_is_generating(sl->ctx)) {
+                atomic_store(&sl->state, SLOT_DRAINING);
+                send_frames(sl, 1, first || atomic_load(&sl->j->cancel));
+            } else if (sl->n_pending >= chunk_want(sl)) {
+                send_frames(sl, 0, first);
             }
-        if (n > 0) metrics_step(s->mx, n, n_frames, step_s, decode_s);
-        pthread_mutex_lock(&s->mu);
-        int active = 0;
-        for (int i = 0; i < s->p.n_slots; i++) active += s->slots[i].j != NULL;
-        s->n_active = active;
-        update_gauges(s);
-        pthread_mutex_unlock(&s->mu);
+        }
     }
-    /* stopping: everything in flight ends */
+    /* stopping: running streams end, queued jobs are refused */
     for (int i = 0; i < s->p.n_slots; i++) {
         slot *sl = &s->slots[i];
-        if (!sl->j) continue;
+        if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
+        job_cancel(sl->j);
         if (qtts_context_is_generating(sl->ctx)) qtts_batch_remove(s->batch, sl->ctx);
-        int nf = 0;
-        qtts_context_finish(sl->ctx, &nf);
-        job_finish(sl->j, QTTS_ERR_CANCELLED, "the server is stopping", nf, QTTS_STOP_CANCELLED);
-        job_release(sl->j);
-        sl->j = NULL;
+        atomic_store(&sl->state, SLOT_DRAINING);
+        send_frames(sl, 1, 1);
     }
     pthread_mutex_lock(&s->mu);
     while (s->q_len > 0) {
@@ -413,10 +575,13 @@ static void *engine(void *arg) {
     }
     for (task *tk = s->tasks; tk; tk = tk->next) tk->done = -1;
     s->tasks = s->tasks_tail = NULL;
-    s->n_active = 0;
     update_gauges(s);
     pthread_cond_broadcast(&s->task_cv);
     pthread_mutex_unlock(&s->mu);
+    if (s->warm) {
+        job_release(s->warm);
+        s->warm = NULL;
+    }
     return NULL;
 }
 
@@ -424,8 +589,10 @@ static void *engine(void *arg) {
 
 int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, char *err, size_t n) {
     *out = NULL;
-    if (p->n_slots < 1 || p->n_slots > QTTS_MAX_BATCH || p->queue_depth < 0) {
-        snprintf(err, n, "slots must be in [1, %d] and the queue depth >= 0", QTTS_MAX_BATCH);
+    if (p->n_slots < 1 || p->n_slots > QTTS_MAX_BATCH || p->queue_depth < 0 || p->decode_threads < 1 ||
+        p->decode_threads > 64) {
+        snprintf(err, n, "slots must be in [1, %d], the queue depth >= 0 and decode threads in [1, 64]",
+                 QTTS_MAX_BATCH);
         return -1;
     }
     sched *s = calloc(1, sizeof *s);
@@ -435,6 +602,7 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
     }
     s->model = m;
     s->p = *p;
+    if (s->p.decode_threads > s->p.n_slots) s->p.decode_threads = s->p.n_slots;
     s->mx = mx;
     qtts_model_info info;
     qtts_model_get_info(m, &info);
@@ -444,10 +612,11 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
     pthread_cond_init(&s->cv, NULL);
     pthread_cond_init(&s->task_cv, NULL);
     atomic_init(&s->ready, 0);
-    s->q_cap = p->queue_depth + p->n_slots;
+    s->q_cap = p->queue_depth + p->n_slots + 1;
     s->queue = calloc((size_t)s->q_cap, sizeof *s->queue);
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
-    int rc = s->queue && s->slots ? 0 : -1;
+    s->workers = calloc((size_t)s->p.decode_threads, sizeof *s->workers);
+    int rc = s->queue && s->slots && s->workers ? 0 : -1;
     if (rc) snprintf(err, n, "out of memory");
     qtts_status st;
     if (!rc && (st = qtts_batch_new(m, p->n_slots, &s->batch))) {
@@ -459,19 +628,35 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
     for (int i = 0; !rc && i < p->n_slots; i++) {
         slot *sl = &s->slots[i];
         sl->s = s;
+        sl->index = i;
+        atomic_init(&sl->state, SLOT_FREE);
+        atomic_init(&sl->failed, 0);
         if ((st = qtts_context_new(m, &cp, &sl->ctx))) {
             snprintf(err, n, "cannot make context %d: %s", i, qtts_model_last_error(m));
             rc = -1;
             break;
         }
         sl->pending = malloc(sizeof(int32_t) * MAX_CHUNK * (size_t)s->G);
-        sl->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)s->spf);
-        if (!sl->pending || !sl->pcm) {
+        if (!sl->pending) {
             snprintf(err, n, "out of memory");
             rc = -1;
         }
     }
+    for (int i = 0; !rc && i < s->p.decode_threads; i++) {
+        dworker *w = &s->workers[i];
+        w->s = s;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+        w->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)s->spf);
+        if (!w->pcm || pthread_create(&w->th, NULL, worker_main, w)) {
+            snprintf(err, n, "cannot start decode worker %d", i);
+            rc = -1;
+        } else {
+            w->have_thread = 1;
+        }
+    }
     metrics_set_slots(mx, p->n_slots);
+    if (!rc && p->warmup) warmup_job(s);
     if (!rc) {
         if (pthread_create(&s->thread, NULL, engine, s)) {
             snprintf(err, n, "cannot start the engine thread");
@@ -498,6 +683,22 @@ void sched_stop(sched *s) {
         pthread_join(s->thread, NULL);
         s->have_thread = 0;
     }
+    for (int i = 0; s->workers && i < s->p.decode_threads; i++) { /* they finish their queues first */
+        dworker *w = &s->workers[i];
+        if (!w->have_thread) continue;
+        pthread_mutex_lock(&w->mu);
+        w->stop = 1;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->th, NULL);
+        w->have_thread = 0;
+    }
+    if (s->warm) { /* the engine never ran */
+        job_release(s->warm);
+        job_release(s->warm);
+        s->warm = NULL;
+        s->q_len = 0;
+    }
 }
 
 void sched_free(sched *s) {
@@ -507,8 +708,14 @@ void sched_free(sched *s) {
     for (int i = 0; s->slots && i < s->p.n_slots; i++) {
         qtts_context_free(s->slots[i].ctx);
         free(s->slots[i].pending);
-        free(s->slots[i].pcm);
     }
+    for (int i = 0; s->workers && i < s->p.decode_threads; i++) {
+        if (!s->workers[i].s) continue;
+        free(s->workers[i].pcm);
+        pthread_mutex_destroy(&s->workers[i].mu);
+        pthread_cond_destroy(&s->workers[i].cv);
+    }
+    free(s->workers);
     free(s->slots);
     free(s->queue);
     pthread_mutex_destroy(&s->mu);
@@ -529,7 +736,7 @@ int sched_submit(sched *s, job *j) {
     pthread_mutex_lock(&s->mu);
     int rc = 0;
     if (s->stop) rc = -2;
-    else if (s->q_len >= s->p.queue_depth + (s->p.n_slots - s->n_active) || s->q_len >= s->q_cap) rc = -1;
+    else if (s->q_len >= s->p.queue_depth + (s->p.n_slots - s->n_busy) || s->q_len >= s->q_cap) rc = -1;
     else {
         pthread_mutex_lock(&j->mu);
         j->refs++; /* the engine's */
@@ -546,7 +753,7 @@ int sched_submit(sched *s, job *j) {
 
 int sched_active(sched *s) {
     pthread_mutex_lock(&s->mu);
-    int n = s->n_active + s->q_len;
+    int n = s->n_busy + s->q_len;
     pthread_mutex_unlock(&s->mu);
     return n;
 }

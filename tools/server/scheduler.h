@@ -1,11 +1,13 @@
-/* The engine: one thread owning a qtts_batch of N slots (contexts) and the
- * only thread that touches them or runs the model's kernels. HTTP threads
- * hand it jobs through a bounded queue; between steps it admits queued jobs
- * into free slots (their prefill runs then), removes slots whose client went
- * away, steps every active slot together, decodes each slot's new frames on
- * its own streaming decoder and appends the PCM to the job's buffer, waking
- * the HTTP thread that waits on it. Finished slots leave without stalling the
- * others. It also runs short model tasks (voice cloning) between steps. */
+/* The engine: one thread owning a qtts_batch of N slots (contexts), the only
+ * thread that steps them. HTTP threads hand it jobs through a bounded queue;
+ * between steps it admits queued jobs into free slots (their prefill runs
+ * then), removes slots whose client went away, and steps every active slot
+ * together. Each slot's new frames go, a chunk at a time, to a decode worker
+ * (slot i to worker i mod W) that runs the slot's streaming codec decoder
+ * beside generation and appends the PCM to the job's buffer, waking the HTTP
+ * thread that waits on it. A finished stream's slot is freed by its worker
+ * once its last audio is out; the others never wait for it. The engine also
+ * runs short model tasks (voice cloning) between steps. */
 #ifndef QTTS_SERVER_SCHEDULER_H
 #define QTTS_SERVER_SCHEDULER_H
 
@@ -22,6 +24,7 @@ typedef struct sched_params {
     int queue_depth;        /* jobs waiting for a slot, >= 0 */
     int n_ctx;              /* context positions per slot; 0 = model maximum */
     int warmup;             /* run a short generation before sched_ready */
+    int decode_threads;     /* decode workers, >= 1 */
 } sched_params;
 
 typedef enum job_state { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;
@@ -34,6 +37,7 @@ typedef struct job {
     qtts_gen_params gp;       /* text/speaker/... point into the fields below */
     char *text, *instruct, *speaker, *language;
     voice_ref *voice;         /* released with the job */
+    float *xvector;           /* owned x-vector (the warm-up of Base models) or NULL */
     int first_chunk_frames, chunk_frames;
     /* shared state, guarded by mu */
     pthread_mutex_t mu;

@@ -35,6 +35,7 @@ server_config server_default_config(void) {
     c.first_chunk_frames = 1;
     c.chunk_frames = 4;
     c.warmup = 1;
+    c.decode_threads = 1;
     c.drain_s = 5;
     c.verbose = 0;
     return c;
@@ -92,7 +93,7 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     } else if (cfg->queue_depth < 0 || cfg->max_connections < 1 || cfg->max_input_chars < 1 ||
                cfg->conn_timeout_s < 0 || cfg->request_timeout_s < 0 || cfg->first_chunk_frames < 1 ||
                cfg->first_chunk_frames > 64 || cfg->chunk_frames < 1 || cfg->chunk_frames > 64 || cfg->max_frames < 0 ||
-               cfg->drain_s < 0) {
+               cfg->drain_s < 0 || cfg->decode_threads < 1 || cfg->decode_threads > 64) {
         snprintf(err, n, "a limit is out of range (queue >= 0, connections >= 1, chunk frames in [1, 64], ...)");
         rc = -1;
     }
@@ -107,12 +108,13 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     if (!rc) {
         char info[512];
         snprintf(info, sizeof info,
-                 "model=\"%s\",type=\"%s\",size=\"%s\",weights=\"%s\",kernels=\"%s\",threads=\"%d\",slots=\"%d\"",
-                 cfg->model_name, s->info.type_name, s->info.size_name, s->info.weight_dtype, s->info.kernels,
-                 s->info.n_threads, cfg->n_slots);
+                 "model=\"%s\",type=\"%s\",size=\"%s\",checkpoint_dtype=\"%s\",talker=\"%s\",predictor=\"%s\","
+                 "kernels=\"%s\",threads=\"%d\",slots=\"%d\",decode_threads=\"%d\"",
+                 cfg->model_name, s->info.type_name, s->info.size_name, s->info.weight_dtype, s->info.talker_format,
+                 s->info.predictor_format, s->info.kernels, s->info.n_threads, cfg->n_slots, cfg->decode_threads);
         metrics_set_info(s->mx, info);
     }
-    sched_params sp = {cfg->n_slots, cfg->queue_depth, cfg->n_ctx, cfg->warmup};
+    sched_params sp = {cfg->n_slots, cfg->queue_depth, cfg->n_ctx, cfg->warmup, cfg->decode_threads};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {
