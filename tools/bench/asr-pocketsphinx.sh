@@ -15,6 +15,7 @@ M=${POCKETSPHINX_MODEL:-/usr/share/pocketsphinx/model/en-us}
 [ -d "$M/en-us" ] || { echo "$0: no pocketsphinx model in $M (apt-get install pocketsphinx-en-us)" >&2; exit 3; }
 tmp=$(mktemp /tmp/qtts-asr-XXXXXX.wav)
 trap 'rm -f "$tmp"' EXIT
-sox "$1" -r 16000 -c 1 -b 16 "$tmp" pad 0.5 0.5
+# -D: no dither, so the same audio always gives the same transcript
+sox -D "$1" -r 16000 -c 1 -b 16 "$tmp" pad 0.5 0.5
 pocketsphinx_continuous -infile "$tmp" -hmm "$M/en-us" -lm "$M/en-us.lm.bin" -dict "$M/cmudict-en-us.dict" \
     -logfn /dev/null
