@@ -6,6 +6,7 @@
 #define QTTS_TESTS_TEST_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct test_state {
@@ -35,6 +36,11 @@ const char *test_path(const char *fmt, ...);
 /* max|a-b| / max|b| over n floats; entries where b is -inf must match exactly
  * (else returns +inf). Sets *max_abs to max|a-b| over finite entries. */
 double rel_err(const float *a, const float *b, long n, double *max_abs);
+
+/* ids [from, len - drop) of a JSON integer array (a golden prompt's template
+ * ids), malloc'ed; *n gets the count. For the golden tests (needs jansson). */
+struct json_t;
+int32_t *test_ids_from_json(const struct json_t *a, int from, int drop, int *n);
 
 #define CHECK(name, cond, ...) test_report((name), (cond) ? 1 : 0, __VA_ARGS__)
 

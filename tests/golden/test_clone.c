@@ -14,14 +14,6 @@
 #include "qtts.h"
 #include "test.h"
 
-static int32_t *ids_from_json(json_t *a, int from, int drop, int *n) {
-    int len = (int)json_array_size(a) - from - drop;
-    int32_t *v = malloc(sizeof(int32_t) * (len > 0 ? len : 1));
-    for (int i = 0; i < len; i++) v[i] = (int32_t)json_integer_value(json_array_get(a, from + i));
-    *n = len > 0 ? len : 0;
-    return v;
-}
-
 static int codes_equal(const int32_t *c, int nf, const npy_array *g) {
     if (g->n != (long)nf * 16) return 0;
     for (long i = 0; i < g->n; i++)
@@ -53,10 +45,10 @@ int main(void) {
         long samples = (long)json_integer_value(json_object_get(json_object_get(pj, "ref_audio"), "samples"));
         json_t *in = json_object_get(pj, "input_ids");
         int n_text = 0, n_ref = 0;
-        int32_t *text = ids_from_json(in, 3, 5, &n_text), *rids = NULL;
+        int32_t *text = test_ids_from_json(in, 3, 5, &n_text), *rids = NULL;
         qtts_voice_params vp = qtts_voice_default_params();
         if (icl) {
-            rids = ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &n_ref);
+            rids = test_ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &n_ref);
             vp.ref_text_ids = rids;
             vp.n_ref_text_ids = n_ref;
         } else {

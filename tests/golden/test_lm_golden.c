@@ -95,15 +95,6 @@ static void cmp(const char *cs, const char *run, const char *what, const float *
     printf("# %-58s max|d| %.3e  rel %.3e\n", name, mabs, r);
 }
 
-static int32_t *ids_from_json(json_t *a, int from, int drop_tail, int *n) {
-    int len = (int)json_array_size(a) - from - drop_tail;
-    if (len < 0) len = 0;
-    int32_t *v = malloc(sizeof(int32_t) * (len + 1));
-    for (int i = 0; i < len; i++) v[i] = (int32_t)json_integer_value(json_array_get(a, from + i));
-    *n = len;
-    return v;
-}
-
 static void run_case(const char *cs) {
     char err[1024];
     qtts_model_params mp = qtts_model_default_params();
@@ -139,12 +130,12 @@ static void run_case(const char *cs) {
             json_t *ins = json_object_get(strs, "instruct");
             gp.instruct = json_is_string(ins) ? json_string_value(ins) : NULL;
         } else {
-            text_ids = ids_from_json(input_ids, 3, 5, &gp.n_text_ids);
+            text_ids = test_ids_from_json(input_ids, 3, 5, &gp.n_text_ids);
             gp.text_ids = text_ids;
             gp.newline_id = (int)json_integer_value(json_array_get(input_ids, 2));
             json_t *ins = json_object_get(pj, "instruct_ids");
             if (ins) {
-                instr_ids = ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
+                instr_ids = test_ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
                 gp.instruct_ids = instr_ids;
                 gp.user_id = (int)json_integer_value(json_array_get(ins, 1));
             }
@@ -161,7 +152,7 @@ static void run_case(const char *cs) {
             for (long i = 0; i < rc.n; i++) ref_codes[i] = (int32_t)rc.i64[i];
             gp.ref_codes = ref_codes;
             gp.n_ref_frames = (int)rc.shape[0];
-            ref_ids = ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &gp.n_ref_text_ids);
+            ref_ids = test_ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &gp.n_ref_text_ids);
             gp.ref_text_ids = ref_ids;
         }
         qtts_context *ctx = NULL;

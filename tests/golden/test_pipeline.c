@@ -34,14 +34,6 @@ static int on_audio(const float *pcm, size_t n, void *u) {
     return c->stop_after && c->calls >= c->stop_after;
 }
 
-static int32_t *ids_from_json(json_t *a, int from, int drop, int *n) {
-    int len = (int)json_array_size(a) - from - drop;
-    int32_t *v = malloc(sizeof(int32_t) * (len > 0 ? len : 1));
-    for (int i = 0; i < len; i++) v[i] = (int32_t)json_integer_value(json_array_get(a, from + i));
-    *n = len > 0 ? len : 0;
-    return v;
-}
-
 static void run_case(const char *cs) {
     char err[1024], name[256];
     qtts_model *m = NULL;
@@ -77,12 +69,12 @@ static void run_case(const char *cs) {
             json_t *ins = json_object_get(st, "instruct");
             gp.instruct = json_is_string(ins) ? json_string_value(ins) : NULL;
         } else {
-            text_ids = ids_from_json(in, 3, 5, &gp.n_text_ids);
+            text_ids = test_ids_from_json(in, 3, 5, &gp.n_text_ids);
             gp.text_ids = text_ids;
             gp.newline_id = (int)json_integer_value(json_array_get(in, 2));
             json_t *ins = json_object_get(pj, "instruct_ids");
             if (ins) {
-                instr = ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
+                instr = test_ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
                 gp.instruct_ids = instr;
                 gp.user_id = (int)json_integer_value(json_array_get(ins, 1));
             }
@@ -97,7 +89,7 @@ static void run_case(const char *cs) {
             for (long i = 0; i < rc.n; i++) ref_codes[i] = (int32_t)rc.i64[i];
             gp.ref_codes = ref_codes;
             gp.n_ref_frames = (int)rc.shape[0];
-            ref = ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &gp.n_ref_text_ids);
+            ref = test_ids_from_json(json_object_get(pj, "ref_ids"), 3, 2, &gp.n_ref_text_ids);
             gp.ref_text_ids = ref;
         }
         if (npy_load(test_path("golden/data/%s/golden/%s/waveform.npy", cs, run), &wave, err, sizeof err)) {

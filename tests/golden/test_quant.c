@@ -36,14 +36,6 @@ static void on_cp(int g, const float *l, int n, void *u) {
     c->n_c++;
 }
 
-static int32_t *ids_from_json(json_t *a, int from, int drop, int *n) {
-    int len = (int)json_array_size(a) - from - drop;
-    int32_t *v = malloc(sizeof(int32_t) * (len > 0 ? len : 1));
-    for (int i = 0; i < len; i++) v[i] = (int32_t)json_integer_value(json_array_get(a, from + i));
-    *n = len > 0 ? len : 0;
-    return v;
-}
-
 static void run(const char *cs, qtts_weight_type wt, const char *wname, double tol, double min_agree) {
     char err[1024], name[256];
     qtts_model_params mp = qtts_model_default_params();
@@ -75,11 +67,11 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
                                                                                 : QTTS_TEXT_MODE_STREAMING;
         int32_t *t = NULL, *ins = NULL;
         json_t *in = json_object_get(pj, "input_ids"), *ij = json_object_get(pj, "instruct_ids");
-        t = ids_from_json(in, 3, 5, &gp.n_text_ids);
+        t = test_ids_from_json(in, 3, 5, &gp.n_text_ids);
         gp.text_ids = t;
         gp.newline_id = (int)json_integer_value(json_array_get(in, 2));
         if (ij) {
-            ins = ids_from_json(ij, 3, 2, &gp.n_instruct_ids);
+            ins = test_ids_from_json(ij, 3, 2, &gp.n_instruct_ids);
             gp.instruct_ids = ins;
             gp.user_id = (int)json_integer_value(json_array_get(ij, 1));
         }
