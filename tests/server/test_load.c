@@ -201,6 +201,62 @@ static void timeouts(qtts_model *m) {
     server_stop(s);
 }
 
+typedef struct pair {
+    server *s;
+    int i;
+    http_result r;
+} pair;
+
+static void *decode_mode_one(void *arg) {
+    pair *p = arg;
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"model\":\"m\",\"input\":\"Decode mode check number %d.\",\"voice\":\"%s\",\"seed\":%d,"
+             "\"do_sample\":true,\"response_format\":\"wav\",\"stream_format\":\"audio\",\"force_frames\":%d}",
+             p->i, p->i % 2 ? "ryan" : "serena", 30 + p->i, 10 + 7 * p->i);
+    post_json(p->s, body, &p->r);
+    return NULL;
+}
+
+/* The same concurrent requests give the same bytes whether frames are decoded
+ * on the engine thread (0), one worker (1) or two workers (2). */
+static void decode_modes(qtts_model *m) {
+    unsigned char *ref[4] = {0};
+    size_t nref[4] = {0};
+    for (int mode = 1; mode >= 0; mode = mode == 1 ? 2 : mode == 2 ? 0 : -1) {
+        server_config cfg = test_config();
+        cfg.decode_threads = mode;
+        server *s = start_server(m, &cfg);
+        if (!s) return;
+        pair p[4];
+        pthread_t th[4];
+        for (int i = 0; i < 4; i++) {
+            memset(&p[i], 0, sizeof p[i]);
+            p[i].s = s;
+            p[i].i = i;
+            pthread_create(&th[i], NULL, decode_mode_one, &p[i]);
+        }
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        int same = 1;
+        for (int i = 0; i < 4; i++) {
+            if (mode == 1) {
+                same = same && p[i].r.status == 200 && p[i].r.n > 44;
+                nref[i] = p[i].r.n;
+                ref[i] = malloc(p[i].r.n);
+                memcpy(ref[i], p[i].r.body, p[i].r.n);
+            } else {
+                same = same && p[i].r.status == 200 && p[i].r.n == nref[i] && !memcmp(p[i].r.body, ref[i], nref[i]);
+            }
+            http_result_free(&p[i].r);
+        }
+        char tn[64];
+        snprintf(tn, sizeof tn, mode == 1 ? "decode_modes/one_worker_ok" : "decode_modes/%d_threads_same_bytes", mode);
+        CHECK(tn, same, "a response differs from the one-worker run");
+        server_stop(s);
+    }
+    for (int i = 0; i < 4; i++) free(ref[i]);
+}
+
 static void *mixed_one(void *arg) {
     server *s = arg;
     static const char *const bodies[] = {
@@ -275,6 +331,7 @@ int main(void) {
         server_stop(s);
     }
     timeouts(m);
+    decode_modes(m);
     qtts_model_free(m);
     return test_finish();
 }

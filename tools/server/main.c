@@ -44,7 +44,8 @@ static void usage(void) {
         "  --first-chunk-frames N     frames in the first streamed chunk (default 1 = 80 ms)\n"
         "  --chunk-frames N           frames per later chunk (default 4 = 320 ms)\n"
         "  --drain S                  on SIGTERM, let running requests finish for S seconds (default 5)\n"
-        "  --decode-threads N         codec decode workers beside generation (default 1)\n"
+        "  --decode-threads N         codec decode workers beside generation (default 1; 0 = decode on the\n"
+        "                             engine thread between steps)\n"
         "  --no-warmup                ready at once, without a warm-up generation\n"
         "other:\n"
         "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
@@ -142,7 +143,7 @@ int main(int argc, char **argv) {
         INT_OPT("--first-chunk-frames", 1, 64, cfg.first_chunk_frames)
         INT_OPT("--chunk-frames", 1, 64, cfg.chunk_frames)
         INT_OPT("--drain", 0, 3600, cfg.drain_s)
-        INT_OPT("--decode-threads", 1, 64, cfg.decode_threads)
+        INT_OPT("--decode-threads", 0, 64, cfg.decode_threads)
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }

@@ -240,7 +240,11 @@ static void update_gauges(sched *s) { metrics_set_gauges(s->mx, s->q_len, s->n_b
 
 /* ---------------------------------------------------------------- decode workers */
 
-static dworker *worker_of(const slot *sl) { return &sl->s->workers[sl->index % sl->s->p.decode_threads]; }
+/* decode_threads 0: one worker structure, no thread: tasks run inline on the engine thread */
+static int n_workers(const sched *s) { return s->p.decode_threads > 0 ? s->p.decode_threads : 1; }
+static dworker *worker_of(const slot *sl) { return &sl->s->workers[sl->index % n_workers(sl->s)]; }
+
+static void run_task(dworker *w, struct dtask *t);
 
 /* Queue the slot's pending frames (copied) for its worker; hi = ahead of the
  * chunks. A final task always gets through (it is the slot's own). */
@@ -266,6 +270,10 @@ static void send_frames(slot *sl, int final, int hi) {
     t->final = final;
     sl->n_sent += t->n;
     sl->n_pending = 0;
+    if (sl->s->p.decode_threads == 0) { /* inline: decode now, on the engine thread */
+        run_task(w, t);
+        return;
+    }
     pthread_mutex_lock(&w->mu);
     dtask **head = hi ? &w->hi : &w->lo, **tail = hi ? &w->hi_tail : &w->lo_tail;
     if (*tail) (*tail)->next = t;
@@ -288,8 +296,6 @@ static dtask *pop(dworker *w, int hi_only) {
     }
     return t;
 }
-
-static void run_task(dworker *w, dtask *t);
 
 /* Between two frames of a chunk: anything urgent (a first chunk, a slot to free) goes first. */
 static void run_urgent(dworker *w) {
@@ -543,18 +549,21 @@ static void *engine(void *arg) {
             for (int i = 0; i < s->p.n_slots; i++) n_frames += s->slots[i].n_new;
             metrics_step(s->mx, n, n_frames, step_s, 0);
         }
-        /* frames to the decode workers; finished streams to be drained */
-        for (int i = 0; i < s->p.n_slots; i++) {
-            slot *sl = &s->slots[i];
-            if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
-            const int first = sl->n_sent == 0;
-            if (!qtts_context_is_generating(sl->ctx)) {
-                atomic_store(&sl->state, SLOT_DRAINING);
-                send_frames(sl, 1, first || atomic_load(&sl->j->cancel));
-            } else if (sl->n_pending >= chunk_want(sl)) {
-                send_frames(sl, 0, first);
+        /* frames to the decode workers, finished streams to be drained; first
+         * chunks and cancellations first (the order they run in inline) */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < s->p.n_slots; i++) {
+                slot *sl = &s->slots[i];
+                if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
+                const int urgent = sl->n_sent == 0 || atomic_load(&sl->j->cancel);
+                if (urgent != (pass == 0)) continue;
+                if (!qtts_context_is_generating(sl->ctx)) {
+                    atomic_store(&sl->state, SLOT_DRAINING);
+                    send_frames(sl, 1, urgent);
+                } else if (sl->n_pending >= chunk_want(sl)) {
+                    send_frames(sl, 0, urgent);
+                }
             }
-        }
     }
     /* stopping: running streams end, queued jobs are refused */
     for (int i = 0; i < s->p.n_slots; i++) {
@@ -589,9 +598,9 @@ static void *engine(void *arg) {
 
 int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, char *err, size_t n) {
     *out = NULL;
-    if (p->n_slots < 1 || p->n_slots > QTTS_MAX_BATCH || p->queue_depth < 0 || p->decode_threads < 1 ||
+    if (p->n_slots < 1 || p->n_slots > QTTS_MAX_BATCH || p->queue_depth < 0 || p->decode_threads < 0 ||
         p->decode_threads > 64) {
-        snprintf(err, n, "slots must be in [1, %d], the queue depth >= 0 and decode threads in [1, 64]",
+        snprintf(err, n, "slots must be in [1, %d], the queue depth >= 0 and decode threads in [0, 64]",
                  QTTS_MAX_BATCH);
         return -1;
     }
@@ -615,7 +624,7 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
     s->q_cap = p->queue_depth + p->n_slots + 1;
     s->queue = calloc((size_t)s->q_cap, sizeof *s->queue);
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
-    s->workers = calloc((size_t)s->p.decode_threads, sizeof *s->workers);
+    s->workers = calloc((size_t)n_workers(s), sizeof *s->workers);
     int rc = s->queue && s->slots && s->workers ? 0 : -1;
     if (rc) snprintf(err, n, "out of memory");
     qtts_status st;
@@ -642,13 +651,19 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
             rc = -1;
         }
     }
-    for (int i = 0; !rc && i < s->p.decode_threads; i++) {
+    for (int i = 0; !rc && i < n_workers(s); i++) {
         dworker *w = &s->workers[i];
         w->s = s;
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cv, NULL);
+        atomic_init(&w->n_hi, 0);
         w->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)s->spf);
-        if (!w->pcm || pthread_create(&w->th, NULL, worker_main, w)) {
+        if (!w->pcm) {
+            snprintf(err, n, "out of memory");
+            rc = -1;
+        } else if (s->p.decode_threads == 0) {
+            continue; /* inline */
+        } else if (pthread_create(&w->th, NULL, worker_main, w)) {
             snprintf(err, n, "cannot start decode worker %d", i);
             rc = -1;
         } else {
@@ -683,7 +698,7 @@ void sched_stop(sched *s) {
         pthread_join(s->thread, NULL);
         s->have_thread = 0;
     }
-    for (int i = 0; s->workers && i < s->p.decode_threads; i++) { /* they finish their queues first */
+    for (int i = 0; s->workers && i < n_workers(s); i++) { /* they finish their queues first */
         dworker *w = &s->workers[i];
         if (!w->have_thread) continue;
         pthread_mutex_lock(&w->mu);
@@ -709,7 +724,7 @@ void sched_free(sched *s) {
         qtts_context_free(s->slots[i].ctx);
         free(s->slots[i].pending);
     }
-    for (int i = 0; s->workers && i < s->p.decode_threads; i++) {
+    for (int i = 0; s->workers && i < n_workers(s); i++) {
         if (!s->workers[i].s) continue;
         free(s->workers[i].pcm);
         pthread_mutex_destroy(&s->workers[i].mu);

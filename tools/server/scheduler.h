@@ -24,7 +24,7 @@ typedef struct sched_params {
     int queue_depth;        /* jobs waiting for a slot, >= 0 */
     int n_ctx;              /* context positions per slot; 0 = model maximum */
     int warmup;             /* run a short generation before sched_ready */
-    int decode_threads;     /* decode workers, >= 1 */
+    int decode_threads;     /* decode workers; 0 = decode inline on the engine thread after each step */
 } sched_params;
 
 typedef enum job_state { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;

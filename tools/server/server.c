@@ -93,7 +93,7 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     } else if (cfg->queue_depth < 0 || cfg->max_connections < 1 || cfg->max_input_chars < 1 ||
                cfg->conn_timeout_s < 0 || cfg->request_timeout_s < 0 || cfg->first_chunk_frames < 1 ||
                cfg->first_chunk_frames > 64 || cfg->chunk_frames < 1 || cfg->chunk_frames > 64 || cfg->max_frames < 0 ||
-               cfg->drain_s < 0 || cfg->decode_threads < 1 || cfg->decode_threads > 64) {
+               cfg->drain_s < 0 || cfg->decode_threads < 0 || cfg->decode_threads > 64) {
         snprintf(err, n, "a limit is out of range (queue >= 0, connections >= 1, chunk frames in [1, 64], ...)");
         rc = -1;
     }

@@ -41,7 +41,7 @@ typedef struct server_config {
     int chunk_frames;           /* frames per streamed chunk after the first; default 4 */
     int warmup;                 /* 1 = run a short generation before /ready says ready; default 1 */
     int decode_threads;         /* codec decode workers beside the engine thread (slot i -> worker i mod N);
-                                   default 1 */
+                                   0 = decode on the engine thread between steps; default 1 */
     int drain_s;                /* on stop: seconds running requests may take to finish; default 5 */
     int verbose;                /* 0 = warnings and errors, 1 = + one line per request, 2 = + debug */
 } server_config;
