@@ -275,22 +275,30 @@ static void sse_event(speech *sp, json_t *ev) {
     free(txt);
 }
 
-/* Wrap what the encoder has made into one delta event. */
+/* Largest delta event payload: 4 frames of 16-bit PCM (320 ms). Splitting
+ * what is ready into events of at most this size makes the event sequence
+ * independent of how fast the client reads (a slow reader would otherwise
+ * get one big event). */
+#define SSE_MAX_DELTA_BYTES (4 * 1920 * 2)
+
+/* Wrap what the encoder has made into delta events. */
 static void sse_flush(speech *sp) {
     bytebuf *eb = encoder_output(sp->enc);
-    if (!eb->n) return;
-    bytebuf b64 = {0};
-    if (base64_append(&b64, eb->p, eb->n) || bytebuf_put(&b64, "", 1)) {
-        sp->failed = 1;
+    while (eb->n && !sp->failed) {
+        const size_t k = eb->n < SSE_MAX_DELTA_BYTES ? eb->n : SSE_MAX_DELTA_BYTES;
+        bytebuf b64 = {0};
+        if (base64_append(&b64, eb->p, k) || bytebuf_put(&b64, "", 1)) {
+            sp->failed = 1;
+            bytebuf_free(&b64);
+            return;
+        }
+        bytebuf_consume(eb, k);
+        json_t *ev = json_object();
+        json_object_set_new(ev, "type", json_string("speech.audio.delta"));
+        json_object_set_new(ev, "audio", json_string((const char *)b64.p));
         bytebuf_free(&b64);
-        return;
+        sse_event(sp, ev);
     }
-    bytebuf_consume(eb, eb->n);
-    json_t *ev = json_object();
-    json_object_set_new(ev, "type", json_string("speech.audio.delta"));
-    json_object_set_new(ev, "audio", json_string((const char *)b64.p));
-    bytebuf_free(&b64);
-    sse_event(sp, ev);
 }
 
 static void encode(speech *sp, const float *pcm, size_t n, int final) {
