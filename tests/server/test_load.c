@@ -6,6 +6,7 @@
  * time is cut; RSS stays flat over 50 mixed requests (with disconnects); the
  * server still answers /health at the end. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -201,6 +202,48 @@ static void timeouts(qtts_model *m) {
     server_stop(s);
 }
 
+/* Beyond --max-connections new connections are closed at once; the server stays healthy. */
+static void connection_limit(qtts_model *m) {
+    server_config cfg = test_config();
+    cfg.max_connections = 3;
+    server *s = start_server(m, &cfg);
+    if (!s) return;
+    int fd[6], closed = 0, open_ = 0;
+    for (int i = 0; i < 6; i++) {
+        fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)server_port(s));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        struct timeval tv = {0, 500000};
+        setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (connect(fd[i], (struct sockaddr *)&a, sizeof a)) {
+            closed++;
+            continue;
+        }
+        usleep(20000);
+    }
+    for (int i = 0; i < 6; i++) {
+        char c;
+        ssize_t k = recv(fd[i], &c, 1, 0);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) closed++;
+        else if (k < 0) open_++;
+    }
+    for (int i = 0; i < 6; i++) close(fd[i]);
+    CHECK("limits/connections_beyond_the_limit_closed", closed == 3 && open_ == 3, "%d closed, %d open of 6 (limit 3)",
+          closed, open_);
+    http_result r;
+    int st = 0;
+    for (int i = 0; i < 100 && st != 200; i++) { /* the idle ones are gone once their threads see the close */
+        req(s, "GET", "/health", NULL, NULL, &r);
+        st = r.status;
+        http_result_free(&r);
+        if (st != 200) usleep(20000);
+    }
+    CHECK("limits/healthy_after_the_flood", st == 200, "health %d", st);
+    server_stop(s);
+}
+
 typedef struct pair {
     server *s;
     int i;
@@ -332,6 +375,7 @@ int main(void) {
     }
     timeouts(m);
     decode_modes(m);
+    connection_limit(m);
     qtts_model_free(m);
     return test_finish();
 }
