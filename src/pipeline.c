@@ -22,9 +22,10 @@ qtts_audio_params qtts_audio_default_params(void) {
     p.chunk_frames = 4;
     p.overlap = 1;
     p.split_text = 1;
-    p.max_piece_chars = 300;
-    p.sentence_pause_ms = 300;
-    p.paragraph_pause_ms = 700;
+    const text_split_params tp = text_split_default_params(); /* one source for the split defaults */
+    p.max_piece_chars = tp.max_chars;
+    p.sentence_pause_ms = tp.sentence_pause_ms;
+    p.paragraph_pause_ms = tp.paragraph_pause_ms;
     return p;
 }
 
