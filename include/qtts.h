@@ -367,8 +367,12 @@ typedef struct qtts_audio_params {
     int first_chunk_frames; /* frames in the first audio chunk (>= 1); smaller = earlier first
                                audio; default 1 (80 ms) */
     int chunk_frames;       /* frames per audio chunk after the first (>= 1); default 4 (320 ms) */
-    int overlap;            /* 1 = decode audio in a worker thread while later frames are
-                               generated (same samples either way); default 1 */
+    int overlap;            /* 0 = decode each chunk on the calling thread between frames, on
+                               all of the model's threads; 1 = decode in a worker thread (on
+                               half the threads) while later frames are generated. The same
+                               samples either way. Default 0: on 2 cores it gave both the
+                               lower real-time factor and the earlier first audio, as a
+                               worker competes with generation for the cores (docs/BENCH.md) */
     qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
                                return non-zero to stop; default NULL */
     void *frame_user;       /* passed to on_frame; default NULL */

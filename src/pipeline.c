@@ -1,9 +1,10 @@
 /* The synthesis pipeline: text -> pieces (text/split.c) -> frames
- * (generate.c) -> audio (codec decoder), with generation and decoding
- * overlapped. Per piece, the generating thread appends each frame to a queue;
- * a worker thread takes chunks of first_chunk_frames, then chunk_frames,
- * decodes them on the context's codec stream and hands the PCM to the sink
- * (caller callback and/or the collected waveform). The codec stream is exact,
+ * (generate.c) -> audio (codec decoder). Per piece, the generating thread
+ * appends each frame to a queue; chunks of first_chunk_frames, then
+ * chunk_frames, are decoded on the context's codec stream, either on the
+ * generating thread between frames with all the model's threads (overlap = 0)
+ * or by a worker thread beside generation (overlap = 1), and the PCM goes to
+ * the sink (caller callback and/or the collected waveform). The codec stream is exact,
  * so the chunking never changes a sample. For ICL voice cloning the stream is
  * first primed with the reference frames (their audio is not delivered): the
  * official "decode reference + generated, then cut" without decoding twice. */
@@ -20,7 +21,7 @@ qtts_audio_params qtts_audio_default_params(void) {
     memset(&p, 0, sizeof p);
     p.first_chunk_frames = 1;
     p.chunk_frames = 4;
-    p.overlap = 1;
+    p.overlap = 0;
     p.split_text = 1;
     const text_split_params tp = text_split_default_params(); /* one source for the split defaults */
     p.max_piece_chars = tp.max_chars;
@@ -227,14 +228,23 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
         st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* Priming, and decoding between frames (overlap = 0), run on this thread
+     * while generation waits: they get all the model's threads. The worker
+     * (overlap = 1) runs beside generation on the decoder's own, smaller pool. */
+    codec_stream_set_ops(ctx->codec, &m->ops);
     if ((st = audio_prime(ctx, gp, voice, ref_last, e))) goto done;
     qtts_audio_params local = *ap;
     s.ap = &local;
     pthread_t th;
     int have_thread = 0;
     if (local.overlap) {
-        if (pthread_create(&th, NULL, consumer, &s) != 0) local.overlap = 0;
-        else have_thread = 1;
+        codec_stream_set_ops(ctx->codec, NULL);
+        if (pthread_create(&th, NULL, consumer, &s) != 0) {
+            local.overlap = 0;
+            codec_stream_set_ops(ctx->codec, &m->ops);
+        } else {
+            have_thread = 1;
+        }
     }
     int n_frames = 0;
     qtts_status gst = qtts_generate_codes(ctx, gp, on_frame, &s, NULL, &n_frames);
@@ -262,6 +272,7 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
     }
     if (n_frames_out) *n_frames_out = s.n_frames;
 done:
+    codec_stream_set_ops(ctx->codec, NULL);
     pthread_mutex_destroy(&s.mu);
     pthread_cond_destroy(&s.cv);
     free(s.frames);
@@ -414,7 +425,9 @@ qtts_status qtts_decode_codes(qtts_context *ctx, const int32_t *codes, int n_fra
         if (!out) st = err_set(&e, QTTS_ERR_NOMEM, "out of memory for %zu samples", n);
         else {
             codec_stream_reset(ctx->codec);
+            codec_stream_set_ops(ctx->codec, &ctx->model->ops); /* nothing else runs: all threads */
             st = codec_stream_decode(ctx->codec, codes, n_frames, out, &e);
+            codec_stream_set_ops(ctx->codec, NULL);
             if (st) free(out);
             else {
                 *pcm = out;

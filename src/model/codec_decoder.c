@@ -6,6 +6,7 @@
  * SnakeBeta (exp(alpha), 1 / (exp(beta) + 1e-9)).
  * Matches Qwen3TTSTokenizerV2DecoderConfig / Qwen3TTSTokenizerV2Decoder
  * (QwenLM/Qwen3-TTS, qwen_tts/core/tokenizer_12hz/). */
+#include "backend/cpu/conv.h"
 #include "model/codec_decoder_impl.h"
 
 #include <jansson.h>
@@ -227,6 +228,18 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
     return QTTS_OK;
 }
 
+/* The packed copy of a transposed conv's weights (see ops_conv_transpose1d_pack);
+ * the mapped original is then released, as the kernels that read the copy never
+ * touch it (a kernel table without a packed path faults it back in). */
+static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, int cin, int cout, int k,
+                              const float **out) {
+    float *wt = own(d, ops_conv_transpose1d_pack(w, cin, cout, k));
+    if (!wt) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
+    st_release(&d->st, w, sizeof(float) * (size_t)cin * cout * k);
+    *out = wt;
+    return QTTS_OK;
+}
+
 static qt_mat mat(const float *w, int rows, int cols) {
     qt_mat m = {.data = w, .dtype = DT_F32, .rows = rows, .cols = cols};
     return m;
@@ -347,6 +360,7 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         up->ratio = c->up_ratio[u];
         W3(up->tconv_w, L, L, up->ratio, "upsample.%d.0.conv.weight", u);
         W1(up->tconv_b, L, "upsample.%d.0.conv.bias", u);
+        if ((st = pack_tconv(d, e, up->tconv_w, L, L, up->ratio, &up->tconv_wt)) != QTTS_OK) return st;
         W3(up->dw_w, L, 1, K, "upsample.%d.1.dwconv.conv.weight", u);
         W1(up->dw_b, L, "upsample.%d.1.dwconv.conv.bias", u);
         W1(up->ln_w, L, "upsample.%d.1.norm.weight", u);
@@ -372,6 +386,7 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         if ((st = snake(d, e, &bl->act, bl->cin, pre)) != QTTS_OK) return st;
         W3(bl->tconv_w, bl->cin, bl->cout, 2 * bl->rate, "decoder.%d.block.1.conv.weight", b + 1);
         W1(bl->tconv_b, bl->cout, "decoder.%d.block.1.conv.bias", b + 1);
+        if ((st = pack_tconv(d, e, bl->tconv_w, bl->cin, bl->cout, 2 * bl->rate, &bl->tconv_wt)) != QTTS_OK) return st;
         for (int r = 0; r < CODEC_N_RES; r++) {
             codec_resunit *ru = &bl->ru[r];
             const int C = bl->cout;

@@ -65,6 +65,14 @@ qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_
 void codec_stream_restore(codec_stream *s, const codec_snapshot *snap);
 void codec_snapshot_free(codec_snapshot *snap); /* accepts a zeroed snapshot */
 
+/* Compute on ops (its threads and kernels) instead of the decoder's own
+ * context; NULL goes back to the decoder's. The samples are the same either
+ * way (every kernel's result is independent of how its work is split). ops
+ * must outlive the setting, and a pool shared with other threads falls back to
+ * one thread while another holds it. */
+struct ops_ctx;
+void codec_stream_set_ops(codec_stream *s, const struct ops_ctx *ops);
+
 /* The decoder a stream belongs to. */
 const codec_decoder *codec_stream_decoder(const codec_stream *s);
 

@@ -34,6 +34,7 @@
 
 struct codec_stream {
     const codec_decoder *d;
+    const ops_ctx *ops;       /* compute context: the decoder's own unless set (codec_stream_set_ops) */
     int64_t pos;              /* frames decoded since reset = RoPE position of the next frame */
     codec_trace_fn trace;
     void *trace_user;
@@ -152,6 +153,7 @@ qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_er
     codec_stream *s = calloc(1, sizeof *s);
     if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     s->d = d;
+    s->ops = &d->ops;
     const size_t KD = (size_t)c->n_kv_heads * c->head_dim, W1 = (size_t)c->window - 1;
     size_t n = (size_t)c->codebook_dim * 2 + 2 * (size_t)c->n_layers * W1 * KD;
     n += (size_t)c->n_up * c->latent * 6 + (size_t)c->latent * 6;
@@ -216,6 +218,8 @@ void codec_stream_restore(codec_stream *s, const codec_snapshot *snap) {
 
 const codec_decoder *codec_stream_decoder(const codec_stream *s) { return s->d; }
 
+void codec_stream_set_ops(codec_stream *s, const ops_ctx *ops) { s->ops = ops ? ops : &s->d->ops; }
+
 void codec_snapshot_free(codec_snapshot *snap) {
     if (!snap) return;
     free(snap->state);
@@ -258,37 +262,11 @@ static void tail_save(float *tail, const float *work, int C, int hist, int n) {
         memcpy(tail + (size_t)c * hist, work + (size_t)c * (hist + n) + n, hist * sizeof(float));
 }
 
-/* sin(x)^2 without a libm call, branch-free so the loop vectorises: reduce
- * by the nearest multiple k of pi (Cody-Waite, three-part pi; the sign
- * (-1)^k vanishes in the square), then the Taylor series of sin to r^11 on
- * |r| <= pi/2 (truncation < 6e-8). Exact enough for the 1e-5 stage and 1e-4
- * waveform tolerances; several times faster than sinf, which was 20% of the
- * decoder's time. |x| must stay below ~1e6 (far beyond any activation). */
-static inline float sin2f(float x) {
-    const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    const float k = (x * 0.318309886183790671538f + magic) - magic;
-    float r = x - k * 3.140625f;
-    r -= k * 9.67502593994140625e-4f;
-    r -= k * 1.509957990978376432e-7f;
-    const float r2 = r * r;
-    const float p = r * (1.0f + r2 * (-1.66666666666666666e-1f +
-                                      r2 * (8.33333333333333333e-3f +
-                                            r2 * (-1.98412698412698413e-4f +
-                                                  r2 * (2.75573192239858907e-6f + r2 * -2.50521083854417188e-8f)))));
-    return p * p;
-}
-
-/* y[c][t] = snake_c(x[c][t]) for C channels, T steps. */
-static void snake_apply(const codec_snake *sn, const float *x, int x_stride, float *y, int y_stride, int C, int T) {
-    for (int c = 0; c < C; c++) {
-        const float a = sn->a[c], ib = sn->inv_b[c];
-        const float *xc = x + (size_t)c * x_stride;
-        float *yc = y + (size_t)c * y_stride;
-        for (int t = 0; t < T; t++) {
-            const float v = xc[t];
-            yc[t] = v + ib * sin2f(v * a);
-        }
-    }
+/* y[c][t] = snake_c(x[c][t]) for C channels, T steps (the kernel table's
+ * vectorised sin^2; tests/unit/test_kernels.c holds it to the scalar one). */
+static void snake_apply(const ops_ctx *ops, const codec_snake *sn, const float *x, int x_stride, float *y,
+                        int y_stride, int C, int T) {
+    ops_snake(ops, x, x_stride, y, y_stride, sn->a, sn->inv_b, C, T);
 }
 
 /* dst[t][c] = src[c][t] */
@@ -310,9 +288,10 @@ static void to_channel_major(float *dst, int dst_stride, const float *src, int C
  * accumulated over i in order, older input first (the order of
  * ops_conv_transpose1d). */
 static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int x_stride, const float *w,
-                         const float *bias, int cout, int r, float *y, int y_stride) {
+                         const float *wt, const float *bias, int cout, int r, float *y, int y_stride) {
     /* the full transposed conv over the m + 1 inputs, output window [r, r + m r) */
-    ops_conv_transpose1d_ctx(ops, x, cin, m + 1, x_stride, w, bias, cout, 2 * r, r, 1, r, r + m * r, y, y_stride);
+    ops_conv_transpose1d_packed_ctx(ops, x, cin, m + 1, x_stride, w, wt, bias, cout, 2 * r, r, 1, r, r + m * r, y,
+                                    y_stride);
 }
 
 /* LayerNorm over C of one time step (eps 1e-6; biased variance in double). */
@@ -352,8 +331,8 @@ static void dequantize(codec_stream *s, const int32_t *codes, int n, float *work
         }
     }
     /* project(first) + project(sum of rest), as rvq_first + rvq_rest */
-    ops_matmul(&d->ops, &d->proj_first, s->dq_first, n, NULL, s->dq_out);
-    ops_matmul(&d->ops, &d->proj_rest, s->dq_rest, n, NULL, s->dq_tmp);
+    ops_matmul(s->ops, &d->proj_first, s->dq_first, n, NULL, s->dq_out);
+    ops_matmul(s->ops, &d->proj_rest, s->dq_rest, n, NULL, s->dq_tmp);
     const int CD = c->codebook_dim;
     for (size_t i = 0; i < (size_t)n * CD; i++) s->dq_out[i] += s->dq_tmp[i];
     to_channel_major(work + 2, 2 + n, s->dq_out, CD, n);
@@ -376,7 +355,7 @@ static void rope_row(float *x, int n_heads, int hd, const float *cs, const float
 static void transformer(codec_stream *s, int n) {
     const codec_decoder *d = s->d;
     const codec_config *c = &d->cfg;
-    const ops_ctx *ops = &d->ops;
+    const ops_ctx *ops = s->ops;
     const int H = c->hidden, HD = c->head_dim, NH = c->n_heads, NKV = c->n_kv_heads;
     const int QD = NH * HD, KD = NKV * HD, half = HD / 2, W1 = c->window - 1, grp = NH / NKV;
     const float scale = 1.0f / sqrtf((float)HD);
@@ -467,14 +446,15 @@ static void upsample_stage(codec_stream *s, int u, const float *in, int m, int i
     const codec_upsample *U = &d->up[u];
     const int C = d->cfg.latent, M = m * U->ratio, ws = 6 + M;
     tail_load(work, s->up_tail[u], C, 6, M);
-    ops_conv_transpose1d_ctx(&s->d->ops, in, C, m, in_stride, U->tconv_w, U->tconv_b, C, U->ratio, U->ratio, 1, 0, m * U->ratio, work + 6, ws);
-    ops_conv1d_ctx(&s->d->ops, work, C, ws, ws, U->dw_w, U->dw_b, C, CODEC_CONV_K, 1, 1, C, tmp, M);
+    ops_conv_transpose1d_packed_ctx(s->ops, in, C, m, in_stride, U->tconv_w, U->tconv_wt, U->tconv_b, C, U->ratio,
+                                    U->ratio, 1, 0, m * U->ratio, work + 6, ws);
+    ops_conv1d_ctx(s->ops, work, C, ws, ws, U->dw_w, U->dw_b, C, CODEC_CONV_K, 1, 1, C, tmp, M);
     tail_save(s->up_tail[u], work, C, 6, M);
     to_time_major(s->cv_tm, tmp, C, M, M);
     for (int t = 0; t < M; t++) layernorm(s->cv_tm + (size_t)t * C, s->cv_tm + (size_t)t * C, U->ln_w, U->ln_b, C, 1e-6f);
-    ops_matmul(&d->ops, &U->pw1, s->cv_tm, M, U->pw1_b, s->cv_mid);
+    ops_matmul(s->ops, &U->pw1, s->cv_tm, M, U->pw1_b, s->cv_mid);
     gelu_erf(s->cv_mid, (size_t)M * 4 * C);
-    ops_matmul(&d->ops, &U->pw2, s->cv_mid, M, U->pw2_b, s->cv_tm);
+    ops_matmul(s->ops, &U->pw2, s->cv_mid, M, U->pw2_b, s->cv_tm);
     for (int c = 0; c < C; c++) {
         const float g = U->gamma[c];
         const float *res = work + (size_t)c * ws + 6;
@@ -491,20 +471,20 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
     /* SnakeBeta -> [cin][1 + m] with the previous input column first */
     float *A = work;
     tail_load(A, s->blk_tail[b], bl->cin, 1, m);
-    snake_apply(&bl->act, x, m, A + 1, 1 + m, bl->cin, m);
+    snake_apply(s->ops, &bl->act, x, m, A + 1, 1 + m, bl->cin, m);
     float *y = out; /* block output / residual stream [C][M] */
-    tconv_causal(&s->d->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_b, C, bl->rate, y, M);
+    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wt, bl->tconv_b, C, bl->rate, y, M);
     tail_save(s->blk_tail[b], A, bl->cin, 1, m);
     float *tmp = x; /* free now: [C][M] fits in a big buffer */
     for (int r = 0; r < CODEC_N_RES; r++) {
         const codec_resunit *ru = &bl->ru[r];
         const int hist = 6 * ru->dilation, ws = hist + M;
         tail_load(A, s->ru_tail[b][r], C, hist, M);
-        snake_apply(&ru->act1, y, M, A + hist, ws, C, M);
-        ops_conv1d_ctx(&s->d->ops, A, C, ws, ws, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, 1, ru->dilation, 1, tmp, M);
+        snake_apply(s->ops, &ru->act1, y, M, A + hist, ws, C, M);
+        ops_conv1d_ctx(s->ops, A, C, ws, ws, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, 1, ru->dilation, 1, tmp, M);
         tail_save(s->ru_tail[b][r], A, C, hist, M);
-        snake_apply(&ru->act2, tmp, M, tmp, M, C, M);
-        ops_conv1d_ctx(&s->d->ops, tmp, C, M, M, ru->conv2_w, ru->conv2_b, C, 1, 1, 1, 1, A, M);
+        snake_apply(s->ops, &ru->act2, tmp, M, tmp, M, C, M);
+        ops_conv1d_ctx(s->ops, tmp, C, M, M, ru->conv2_w, ru->conv2_b, C, 1, 1, 1, 1, A, M);
         for (size_t i = 0; i < (size_t)C * M; i++) y[i] = A[i] + y[i];
     }
 }
@@ -543,7 +523,7 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
     /* pre_conv (K 3): b0 -> b1 [LAT][n] */
     if (stage_run(&sc)) {
         tail_load(b0, s->pre_conv_tail, CD, 2, n);
-        ops_conv1d_ctx(&s->d->ops, b0, CD, 2 + n, 2 + n, d->pre_conv_w, d->pre_conv_b, LAT, 3, 1, 1, 1, b1, n);
+        ops_conv1d_ctx(s->ops, b0, CD, 2 + n, 2 + n, d->pre_conv_w, d->pre_conv_b, LAT, 3, 1, 1, 1, b1, n);
         tail_save(s->pre_conv_tail, b0, CD, 2, n);
     }
     stage_out(s, &sc, "pre_conv_out", b1, LAT, n, n);
@@ -574,7 +554,7 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
     /* decoder.0: causal conv K 7, b0 [LAT][6 + m] -> b1 [DD][m] */
     if (stage_run(&sc)) {
         tail_load(b0, s->dec0_tail, LAT, 6, m);
-        ops_conv1d_ctx(&s->d->ops, b0, LAT, 6 + m, 6 + m, d->dec0_w, d->dec0_b, c->decoder_dim, CODEC_CONV_K, 1, 1, 1, b1, m);
+        ops_conv1d_ctx(s->ops, b0, LAT, 6 + m, 6 + m, d->dec0_w, d->dec0_b, c->decoder_dim, CODEC_CONV_K, 1, 1, 1, b1, m);
         tail_save(s->dec0_tail, b0, LAT, 6, m);
     }
     stage_out(s, &sc, "decoder0_out", b1, c->decoder_dim, m, m);
@@ -594,12 +574,12 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
 
     /* final SnakeBeta into fa [OD][6 + m] at column 6, causal conv K 7 -> pcm */
     const int OD = c->decoder_dim >> c->n_blocks;
-    if (stage_run(&sc)) snake_apply(&d->final_act, x, m, fa + 6, 6 + m, OD, m);
+    if (stage_run(&sc)) snake_apply(s->ops, &d->final_act, x, m, fa + 6, 6 + m, OD, m);
     snprintf(name, sizeof name, "decoder%d_out", c->n_blocks + 1);
     stage_out(s, &sc, name, fa + 6, OD, m, 6 + m);
     if (stage_run(&sc)) {
         tail_load(fa, s->final_tail, OD, 6, m);
-        ops_conv1d_ctx(&s->d->ops, fa, OD, 6 + m, 6 + m, d->final_w, d->final_b, 1, CODEC_CONV_K, 1, 1, 1, pcm, m);
+        ops_conv1d_ctx(s->ops, fa, OD, 6 + m, 6 + m, d->final_w, d->final_b, 1, CODEC_CONV_K, 1, 1, 1, pcm, m);
         tail_save(s->final_tail, fa, OD, 6, m);
     }
     snprintf(name, sizeof name, "decoder%d_out", c->n_blocks + 2);

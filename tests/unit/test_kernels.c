@@ -969,12 +969,12 @@ static void test_conv_transpose_kernels(void) {
     static const struct { int cin, cout, k, stride, groups, t_in; } cs[] = {
         {4, 6, 4, 2, 1, 10}, {6, 4, 3, 3, 2, 9},  {2, 2, 2, 4, 1, 5},    {3, 3, 1, 1, 3, 6},   {4, 2, 8, 4, 2, 7},
         {1, 1, 5, 1, 1, 1},  {3, 6, 10, 5, 3, 4}, {16, 8, 16, 8, 1, 37}, {12, 12, 2, 2, 1, 70}, {8, 5, 6, 3, 1, 55},
-        {5, 9, 3, 1, 1, 100},
+        {5, 9, 3, 1, 1, 100}, {70, 100, 16, 8, 1, 9}, {33, 67, 6, 3, 1, 40}, {24, 130, 2, 2, 1, 3},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {
         double worst = 0;
-        int sent_ok = 1, win_ok = 1, split_ok = 1;
+        int sent_ok = 1, win_ok = 1, split_ok = 1, packed_ok = 1, n_packed = 0;
         char where[96] = "";
         for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
             const int cin = cs[c].cin, cout = cs[c].cout, k = cs[c].k, st = cs[c].stride, gr = cs[c].groups,
@@ -1013,6 +1013,17 @@ static void test_conv_transpose_kernels(void) {
                 }
                 for (int tt = t_out; tt < ys; tt++) sent_ok &= y[o * ys + tt] == 777.0f;
             }
+            /* groups 1: with the packed copy of w (ops_conv_transpose1d_pack) the
+             * same bits, also in the window and channel-split checks below */
+            float *wt = gr == 1 ? ops_conv_transpose1d_pack(w, cin, cout, k) : NULL;
+            if (wt) {
+                a.wt = wt;
+                a.y = y2;
+                for (int i = 0; i < cout * ys; i++) y2[i] = 777.0f;
+                tables[t]->conv_transpose1d(&a, 0, cout);
+                for (int i = 0; i < cout * ys; i++) packed_ok &= memcmp(&y2[i], &y[i], sizeof(float)) == 0;
+                n_packed++;
+            }
             /* output windows [t0, t1) equal the slice of the full output */
             for (int t0 = 0; t0 < t_out; t0 += 1 + t_out / 5) {
                 const int t1 = t0 + (t_out - t0) / 2 + 1;
@@ -1032,6 +1043,7 @@ static void test_conv_transpose_kernels(void) {
                 o = o1;
             }
             for (int o = 0; o < cout; o++) split_ok &= memcmp(y2 + (size_t)o * ys, y + (size_t)o * ys, sizeof(float) * t_out) == 0;
+            free(wt);
             free(x);
             free(w);
             free(b);
@@ -1046,6 +1058,8 @@ static void test_conv_transpose_kernels(void) {
         CHECK(name, win_ok, "an output window differs from the full output");
         snprintf(name, sizeof name, "conv_transpose1d_%s_channel_split", tables[t]->name);
         CHECK(name, split_ok, "bits depend on the output-channel range");
+        snprintf(name, sizeof name, "conv_transpose1d_%s_packed_weights", tables[t]->name);
+        CHECK(name, packed_ok && n_packed == 10, "with the packed weights the bits differ (%d shapes of groups 1)", n_packed);
     }
 }
 

@@ -79,6 +79,8 @@ int cmd_decode(int argc, char **argv, int first) {
         return EXIT_USAGE;
     }
     qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = o.n_threads;
+    mp.load_codec = 1;
     qtts_model *m = NULL;
     qtts_context *ctx = NULL;
     int32_t *codes = NULL;

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/ops_dispatch.h"
 
@@ -106,12 +107,12 @@ void ops_conv1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_s
 }
 
 static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, int cin, int t_in, int x_stride,
-                        const float *w, const float *bias, int cout, int kk, int stride, int groups, int t0, int t1,
-                        float *y, int y_stride) {
+                        const float *w, const float *wt, const float *bias, int cout, int kk, int stride, int groups,
+                        int t0, int t1, float *y, int y_stride) {
     if (t_in <= 0 || t1 <= t0 || cout <= 0) return;
     ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = x_stride, .w = w, .bias = bias,
                        .cout = cout, .k = kk, .stride = stride, .dilation = 1, .groups = groups,
-                       .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride};
+                       .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride, .wt = groups == 1 ? wt : NULL};
     const long long per_out = (long long)(cin / groups) * ((kk + stride - 1) / stride);
     ops_conv_run(c, k->conv_transpose1d, &a, (long long)cout * (t1 - t0) * per_out);
 }
@@ -119,12 +120,30 @@ static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, 
 void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias,
                           int cout, int k, int stride, int groups, float *y, int y_stride) {
     const int t_out = (t_in - 1) * stride + k;
-    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, 0, t_out, y,
+    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, NULL, bias, cout, k, stride, groups, 0, t_out, y,
                 y_stride);
 }
 
 void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *w,
                               const float *bias, int cout, int k, int stride, int groups, int t0, int t1, float *y,
                               int y_stride) {
-    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, t0, t1, y, y_stride);
+    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, NULL, bias, cout, k, stride, groups, t0, t1, y, y_stride);
+}
+
+void ops_conv_transpose1d_packed_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
+                                     const float *w, const float *wt, const float *bias, int cout, int k,
+                                     int stride, int groups, int t0, int t1, float *y, int y_stride) {
+    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, wt, bias, cout, k, stride, groups, t0, t1, y, y_stride);
+}
+
+float *ops_conv_transpose1d_pack(const float *w, int cin, int cout, int k) {
+    if (!w || cin <= 0 || cout <= 0 || k <= 0) return NULL;
+    const size_t n = (size_t)OPS_TCONV_TILE_COUNT(cout) * k * cin * OPS_TCONV_TILE;
+    float *wt = aligned_alloc(64, sizeof(float) * n);
+    if (!wt) return NULL;
+    memset(wt, 0, sizeof(float) * n); /* the padding of a last partial tile */
+    for (int i = 0; i < cin; i++)
+        for (int o = 0; o < cout; o++)
+            for (int t = 0; t < k; t++) wt[OPS_TCONV_AT(cin, k, i, o, t)] = w[((size_t)i * cout + o) * k + t];
+    return wt;
 }

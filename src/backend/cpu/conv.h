@@ -49,6 +49,26 @@ void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_i
                               int stride, int groups, int t0, int t1,
                               float *y, int y_stride);
 
+/* The same with an optional packed copy of w (wt, from ops_conv_transpose1d_pack,
+ * groups 1 only; NULL = none): the AVX-512 kernel then vectorises over output
+ * channels, which is much faster for the few time steps of a streaming chunk.
+ * The bits are those of the call without wt. */
+void ops_conv_transpose1d_packed_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
+                                     const float *w, const float *wt, const float *bias, int cout, int k,
+                                     int stride, int groups, int t0, int t1, float *y, int y_stride);
+
+/* w [cin][cout][k] (ConvTranspose1d, groups 1) repacked in tiles of 64 output
+ * channels, [cout/64 (rounded up)][k][cin][64] (a last partial tile zero-padded),
+ * so a tile's weights for one tap stream contiguously; OPS_TCONV_AT gives the
+ * index of w[i][o][t]. A 64-byte aligned buffer the caller frees with free();
+ * NULL when out of memory. */
+#define OPS_TCONV_TILE 64
+#define OPS_TCONV_TILE_COUNT(cout) (((cout) + OPS_TCONV_TILE - 1) / OPS_TCONV_TILE)
+#define OPS_TCONV_AT(cin, k, i, o, t)                                                                                 \
+    ((((size_t)((o) / OPS_TCONV_TILE) * (k) + (size_t)(t)) * (size_t)(cin) + (size_t)(i)) * OPS_TCONV_TILE +          \
+     (size_t)((o) % OPS_TCONV_TILE))
+float *ops_conv_transpose1d_pack(const float *w, int cin, int cout, int k);
+
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel
  * table entries of ops_kernels_scalar). */
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);
