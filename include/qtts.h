@@ -114,6 +114,11 @@ typedef struct qtts_model_info {
     int64_t talker_bytes;     /* weight bytes the talker reads per frame (layers + codec_head) */
     int64_t predictor_bytes;  /* weight bytes the code predictor reads per frame (15 steps) */
     int64_t codec_bytes;      /* codec decoder weight bytes */
+    int64_t weight_bytes_in_use; /* bytes of the weights synthesis reads, each counted once in
+                                    its in-memory format: talker and code predictor matrices,
+                                    their codec embeddings and heads, the text projection and
+                                    the codec decoder; not the text embedding table, of which
+                                    only the prompt's rows are read */
     const char *kernels;      /* CPU kernel path in use ("scalar", "avx2", "avx512") */
     int n_threads;            /* compute threads */
     int64_t n_params;         /* parameters in model.safetensors */

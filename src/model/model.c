@@ -148,6 +148,13 @@ static void count_frame_bytes(qtts_model *m) {
     for (int g = 0; g < m->cp.n_groups; g++) heads += mat_bytes(&m->cp.head[g]);
     m->predictor_bytes = (int64_t)m->cp.n_groups * layers_bytes(&m->cp.tf) + heads +
                          (m->cp.has_proj ? (int64_t)(m->cp.n_groups + 1) * mat_bytes(&m->cp.proj) : 0);
+    /* each matrix once, plus the tables and the text projection that every
+     * utterance reads (not text_embedding: only its prompt rows are read) */
+    int64_t embeds = 0;
+    for (int g = 0; g < m->cp.n_groups; g++) embeds += mat_bytes(&m->cp.embed[g]);
+    m->lm_bytes_in_use = m->talker_bytes + mat_bytes(&m->talker.codec_embedding) + mat_bytes(&m->talker.fc1) +
+                         mat_bytes(&m->talker.fc2) + layers_bytes(&m->cp.tf) + heads + embeds +
+                         (m->cp.has_proj ? mat_bytes(&m->cp.proj) : 0);
 }
 
 static void count_weights(qtts_model *m) {
@@ -269,6 +276,7 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->talker_bytes = m->talker_bytes;
     info->predictor_bytes = m->predictor_bytes;
     info->codec_bytes = m->codec ? codec_decoder_weight_bytes(m->codec) : 0;
+    info->weight_bytes_in_use = m->lm_bytes_in_use + info->codec_bytes;
     info->kernels = m->ops.k->name;
     info->n_threads = m->ops.n_threads;
     info->n_params = m->n_params;

@@ -30,6 +30,7 @@ struct qtts_model {
     const char *lang_list[CFG_MAX_NAMES + 1];
     int64_t n_params, weight_bytes;
     int64_t talker_bytes, predictor_bytes; /* weight bytes read per frame */
+    int64_t lm_bytes_in_use;               /* talker + predictor weights synthesis reads, each once */
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */

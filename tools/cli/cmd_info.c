@@ -86,6 +86,8 @@ int cmd_info(int argc, char **argv, int first) {
     printf("in memory:       talker %s, code predictor %s; %.1f MiB read per frame (talker %.1f, predictor %.1f)\n",
            in.talker_format, in.predictor_format, (in.talker_bytes + in.predictor_bytes) / 1048576.0,
            in.talker_bytes / 1048576.0, in.predictor_bytes / 1048576.0);
+    printf("weights in use:  %.1f MiB (each matrix, table and the codec decoder once; codec %.1f)\n",
+           in.weight_bytes_in_use / 1048576.0, in.codec_bytes / 1048576.0);
     printf("kernels:         %s, %d thread(s)\n", in.kernels, in.n_threads);
     printf("tokenizer:       %s\n", in.has_tokenizer ? "yes" : "no (text must be given as ids)");
     printf("speaker encoder: %s\n", in.has_speaker_encoder ? "yes" : "no");
