@@ -65,7 +65,7 @@ static qtts_status load_tokenizer(qtts_model *m, qtts_error *e) {
 static int64_t mat_bytes(const qt_mat *w) {
     if (!qt_is_quant(w)) return (int64_t)w->rows * w->cols * (int64_t)dtype_size(w->dtype);
     const int64_t nb = qt_kpad(w->cols) / 32;
-    const int64_t per_block = (w->quant == QT_Q8_B32 ? 32 : 16) + 2 + (w->mins ? 2 : 0);
+    const int64_t per_block = (w->dtype == DT_I8 ? 32 : 16) + 2 + (w->mins ? 2 : 0);
     return (int64_t)w->rows * nb * per_block;
 }
 
@@ -83,6 +83,11 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     qtts_status s = qmat_quantize(w, t == QTTS_WEIGHTS_Q8 ? QT_Q8_B32 : QT_Q4M_B32, &q, e);
     if (s) return s;
     st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
+    /* int8 regrouped by 16 rows where the kernels have a fast path for it */
+    if (q.quant == QT_Q8_B32 && m->ops.k->prefer_q8x16 && (s = qmat_pack_q8x16(&q, e))) {
+        qmat_free(&q);
+        return s;
+    }
     *w = q;
     return QTTS_OK;
 }

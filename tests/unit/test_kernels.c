@@ -426,6 +426,116 @@ static void test_matmul_quant(void) {
     free_fmat(&w);
 }
 
+/* QT_Q8_B32_X16 (int8 regrouped by 16 rows): the same values as the
+ * QT_Q8_B32 it came from; every table's kernel gives the scalar X16 kernel's
+ * bits for any n, row range and thread count; within the SIMD-vs-scalar
+ * bound of the row-major int8 result. */
+static void test_matmul_q8x16(void) {
+    static const int shapes[][2] = {{1, 1}, {5, 33}, {16, 32}, {17, 129}, {33, 300}, {64, 1024}, {100, 77}};
+    static const int ns[5] = {1, 2, 3, 5, 9};
+    int deq_ok = 1, bits_ok[5] = {1, 1, 1, 1, 1}, split_ok = 1, pool_ok = 1, sent = 1, n_cases = 0;
+    double worst = 0;
+    char where[96] = "";
+    ops_ctx c2;
+    ops_init(&c2, 2, 0);
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int rows = shapes[sh][0], cols = shapes[sh][1], nb = qt_kpad(cols) / 32;
+        fmat w;
+        make_fmat(&w, DT_BF16, rows, cols, 1.0f);
+        qt_mat q, p;
+        qtts_error e;
+        if (qmat_quantize(&w.m, QT_Q8_B32, &q, &e) || qmat_quantize(&w.m, QT_Q8_B32, &p, &e) ||
+            qmat_pack_q8x16(&p, &e)) {
+            CHECK("q8x16_pack", 0, "%s", e.msg);
+            free_fmat(&w);
+            continue;
+        }
+        float *r1 = malloc(sizeof(float) * cols), *r2 = malloc(sizeof(float) * cols);
+        for (int r = 0; r < rows; r++) {
+            qmat_dequant_row(&q, r, r1);
+            qmat_dequant_row(&p, r, r2);
+            deq_ok &= memcmp(r1, r2, sizeof(float) * cols) == 0;
+        }
+        float *X = malloc(sizeof(float) * 9 * cols), *b = malloc(sizeof(float) * rows);
+        float *Yr = malloc(sizeof(float) * (9 * rows + 2)), *Y = malloc(sizeof(float) * (9 * rows + 2));
+        float *Yq = malloc(sizeof(float) * (9 * rows + 2));
+        void *prep = aligned_alloc(64, (q8_prep_size(&p, 9) + 63) & ~(size_t)63);
+        fill(X, (size_t)9 * cols, 3.0f);
+        for (int j = 0; j < cols; j += 7) X[j] *= 20.0f;
+        fill(b, rows, 1.0f);
+        q8_prep(&q, X, 9, prep); /* the row-major bound below reads dx from it */
+        for (int ni = 0; ni < 5; ni++)
+            for (int bias = 0; bias < 2; bias++) {
+                const int n = ns[ni];
+                const float *bb = bias ? b : NULL;
+                n_cases++;
+                sent &= run_mm(ops_kernels_scalar(), &p, X, n, bb, Yr);
+                sent &= run_mm(ops_kernels_scalar(), &q, X, n, bb, Yq);
+                for (int i = 0; i < n; i++)
+                    for (int r = 0; r < rows; r++) {
+                        double act, sq;
+                        q_bounds(&q, r, X + (size_t)i * cols, prep, i, bb, &act, &sq);
+                        const double qq = fabs((double)Yr[i * rows + r] - Yq[i * rows + r]) /
+                                          ((4.0 * nb + 32) * EPS32 * sq + 1e-30);
+                        if (!(qq <= worst)) {
+                            worst = qq;
+                            snprintf(where, sizeof where, "%dx%d n=%d row %d", rows, cols, n, r);
+                        }
+                    }
+                for (int t = 1; t < n_tables; t++) {
+                    sent &= run_mm(tables[t], &p, X, n, bb, Y);
+                    bits_ok[t] &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
+                }
+                /* any row ranges, also ones that split a group of 16 */
+                const ops_kernels *kt = tables[n_tables - 1];
+                void *px = aligned_alloc(64, (q8_prep_size(&p, n) + 63) & ~(size_t)63);
+                kt->prep[OPS_WF_Q8X16](&p, X, n, px);
+                for (int i = 0; i < n * rows; i++) Y[i] = NAN;
+                for (int r0 = 0; r0 < rows;) {
+                    const int r1e = r0 + 1 + (r0 * 7 + 5) % 19 < rows ? r0 + 1 + (r0 * 7 + 5) % 19 : rows;
+                    kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
+                    r0 = r1e;
+                }
+                split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
+                free(px);
+                ops_matmul(&c2, &p, X, n, bb, Y);
+                pool_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
+            }
+        free(prep);
+        free(X);
+        free(b);
+        free(Y);
+        free(Yr);
+        free(Yq);
+        free(r1);
+        free(r2);
+        qmat_free(&q);
+        qmat_free(&p);
+        free_fmat(&w);
+    }
+    ops_free(&c2);
+    CHECK("q8x16_same_values", deq_ok, "a regrouped row dequantises differently");
+    CHECK("q8x16_scalar_vs_row_major_q8", worst <= 1.0 && sent && n_cases == 70, "error %.3g x bound at %s%s", worst,
+          where, sent ? "" : "; wrote past Y");
+    for (int t = 1; t < n_tables; t++) {
+        char name[96];
+        snprintf(name, sizeof name, "q8x16_%s_bits_equal_scalar", tables[t]->name);
+        CHECK(name, bits_ok[t], "the %s kernel's bits differ from the scalar one", tables[t]->name);
+    }
+    CHECK("q8x16_row_ranges", split_ok, "bits depend on the row range");
+    CHECK("q8x16_two_threads", pool_ok, "bits depend on the thread count");
+    /* only row-major int8 can be regrouped */
+    fmat w;
+    make_fmat(&w, DT_BF16, 8, 64, 1.0f);
+    qt_mat q4;
+    qtts_error e;
+    const int made = qmat_quantize(&w.m, QT_Q4_B32, &q4, &e) == QTTS_OK;
+    CHECK("q8x16_rejects_q4", made && qmat_pack_q8x16(&q4, &e) == QTTS_ERR_INVALID_ARG && q4.quant == QT_Q4_B32,
+          "an int4 matrix was accepted");
+    qmat_free(&q4);
+    free_fmat(&w);
+}
+
 static void test_bf16_dp(void) {
     for (int t = 0; t < n_tables; t++) {
         const ops_kernels *k = tables[t];
@@ -1228,6 +1338,7 @@ int main(void) {
     test_matmul_float();
     test_quantize();
     test_matmul_quant();
+    test_matmul_q8x16();
     test_bf16_dp();
     test_contract();
     test_pool();

@@ -366,6 +366,63 @@ static void mm_q4m_avx512(const qt_mat *W, const float *X, const void *prep,
     mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
 }
 
+/* QT_Q8_B32_X16: one group of 16 rows against N <= 4 rows of X. Per block,
+ * 8 vpdpbusd (4 columns x 16 rows each, the X bytes broadcast) give the 16
+ * rows' exact integer dots (started at -128 isum, which cancels the + 128 of
+ * the stored bytes); then acc = fma(isum, d_w * dx, acc) per row: the
+ * sequence of mm_q8x16_scalar, so the same bits. */
+AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[4]) {
+    const uint8_t *base = (const uint8_t *)W->data + g * (size_t)nb * 512;
+    const uint16_t *sb = W->scales + g * (size_t)nb * 16;
+    q8_rows xr[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < N; i++) {
+        xr[i] = q8_prep_row(prep, W->cols, i0 + i);
+        acc[i] = _mm512_setzero_ps();
+    }
+    for (int b = 0; b < nb; b++) {
+        const __m512i *wp = (const __m512i *)(base + (size_t)b * 512);
+        _mm_prefetch((const char *)(wp + 64), _MM_HINT_T0); /* 4 KiB ahead */
+        _mm_prefetch((const char *)(wp + 68), _MM_HINT_T0);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (size_t)b * 16)));
+        __m512i w[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) w[c] = _mm512_load_si512(wp + c);
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) {
+            const int32_t *x4 = (const int32_t *)(xr[i].xq + (size_t)b * QT_BLOCK);
+            __m512i d = _mm512_set1_epi32(xr[i].off[b]);
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) d = _mm512_dpbusd_epi32(d, w[c], _mm512_set1_epi32(x4[c]));
+            const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].dx[b]));
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[i]);
+        }
+    }
+}
+
+static void mm_q8x16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                            int r0, int r1) {
+    (void)X;
+    const int rows = W->rows, nb = qt_kpad(W->cols) / QT_BLOCK;
+    for (int g = r0 / 16; g * 16 < r1; g++) {
+        const int lo = g * 16 < r0 ? r0 : g * 16, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+        const __mmask16 m = (__mmask16)(((1u << (hi - g * 16)) - 1u) & ~((1u << (lo - g * 16)) - 1u));
+        const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + (size_t)g * 16) : _mm512_setzero_ps();
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            __m512 acc[4];
+            switch (N) {
+            case 4: tile_x16(4, W, (size_t)g, nb, prep, i0, acc); break;
+            case 3: tile_x16(3, W, (size_t)g, nb, prep, i0, acc); break;
+            case 2: tile_x16(2, W, (size_t)g, nb, prep, i0, acc); break;
+            default: tile_x16(1, W, (size_t)g, nb, prep, i0, acc); break;
+            }
+            for (int i = 0; i < N; i++)
+                _mm512_mask_storeu_ps(Y + (size_t)(i0 + i) * rows + (size_t)g * 16, m, _mm512_add_ps(acc[i], bv));
+        }
+    }
+}
+
 /* ------------------------------------------------------------ dot / axpy */
 
 static float dot_avx512(const float *a, const float *b, int n) {
@@ -408,6 +465,10 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
         k->prep[OPS_WF_Q4] = prep_q4_avx512;
         k->prep[OPS_WF_Q4M] = prep_q4m_avx512;
         for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) k->prep_size[f] = q8_prep_size;
+        k->mm[OPS_WF_Q8X16] = mm_q8x16_avx512;
+        k->prep[OPS_WF_Q8X16] = q8x16_prep;
+        k->prep_size[OPS_WF_Q8X16] = q8_prep_size;
+        k->prefer_q8x16 = 1;
     }
     k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
     k->dot = dot_avx512;

@@ -92,7 +92,10 @@ int ops_weight_format(const qt_mat *W) {
     case DT_F32: return OPS_WF_F32;
     case DT_F16: return OPS_WF_F16;
     case DT_BF16: return OPS_WF_BF16;
-    case DT_I8: return W->quant == QT_Q8_B32 && W->scales ? OPS_WF_Q8 : -1;
+    case DT_I8:
+        if (W->quant == QT_Q8_B32 && W->scales) return OPS_WF_Q8;
+        if (W->quant == QT_Q8_B32_X16 && W->scales) return OPS_WF_Q8X16;
+        return -1;
     case DT_U8:
         if (W->quant == QT_Q4_B32 && W->scales) return OPS_WF_Q4;
         if (W->quant == QT_Q4M_B32 && W->scales && W->mins) return OPS_WF_Q4M;
@@ -158,6 +161,7 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
         for (size_t i = 0; i < (size_t)n * W->rows; i++) Y[i] = NAN;
         return;
     }
+    if (!k->mm[f]) k = ops_kernels_scalar(); /* a layout this table has no kernel for */
     ops_mm_fn fn = k->mm[f];
     ops_prep_size_fn psize = k->prep_size[f];
     ops_prep_fn prep = k->prep[f];

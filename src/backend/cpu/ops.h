@@ -47,6 +47,7 @@ typedef enum qt_quant {
     QT_Q8_B32,    /* int8, blocks of 32 columns, f16 scale: w = d * q, q in [-127, 127] */
     QT_Q4_B32,    /* int4, blocks of 32, f16 scale: w = d * (q - 8), q in [0, 15] */
     QT_Q4M_B32,   /* int4, blocks of 32, f16 scale and min: w = d * q + m, q in [0, 15] */
+    QT_Q8_B32_X16, /* QT_Q8_B32 interleaved by 16 rows for the integer dot units (quant.h) */
     QT_QUANT_COUNT
 } qt_quant;
 
@@ -73,7 +74,7 @@ typedef struct qt_mat {
 static inline int qt_is_quant(const qt_mat *m) { return m->dtype == DT_I8 || m->dtype == DT_U8; }
 
 /* Weight formats as kernel table indices. */
-enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_COUNT };
+enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_COUNT };
 
 /* The kernel table index of W's format, or -1 if unsupported. */
 int ops_weight_format(const qt_mat *W);
@@ -112,7 +113,8 @@ typedef struct ops_kernels {
      * the calling thread; same bits as ops_matmul. Quantised W: prepares X in
      * a temporary buffer (malloc; Y is NaN if that fails). */
     void (*matmul)(const qt_mat *W, const float *X, int n, const float *bias, float *Y);
-    ops_mm_fn mm[OPS_WF_COUNT];             /* per weight format, over a row range */
+    ops_mm_fn mm[OPS_WF_COUNT];             /* per weight format, over a row range (NULL: the
+                                               scalar table's kernel runs instead) */
     ops_prep_size_fn prep_size[OPS_WF_COUNT]; /* NULL: no prep for that format */
     ops_prep_fn prep[OPS_WF_COUNT];
     /* BF16 weights with the activations rounded to bf16 and vdpbf16ps (each
@@ -127,6 +129,9 @@ typedef struct ops_kernels {
     void (*conv_transpose1d)(const ops_conv_args *a, int o0, int o1);
     /* y[t] = x[t] + inv_b * sin(a x[t])^2 over T steps (SnakeBeta, in place allowed) */
     void (*snake)(float *y, const float *x, int T, float a, float inv_b);
+    /* 1 when int8 weights should be stored as QT_Q8_B32_X16 for this table
+     * (its kernel for that layout is the fast one) */
+    int prefer_q8x16;
 } ops_kernels;
 
 struct ops_rt; /* thread pool and scratch (ops.c) */

@@ -134,6 +134,7 @@ const ops_kernels *ops_kernels_best(void) {
 void ops_matmul_with(const ops_kernels *k, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
     if (n <= 0 || W->rows <= 0) return;
     const int f = ops_weight_format(W);
+    if (f >= 0 && !k->mm[f]) k = ops_kernels_scalar(); /* a layout this table has no kernel for */
     void *buf = NULL;
     if (f >= 0 && k->prep_size[f]) {
         const size_t sz = (k->prep_size[f](W, n) + 63) & ~(size_t)63;

@@ -73,6 +73,31 @@ static void mm_quant_scalar(const qt_mat *W, const float *X, const void *prep, i
     }
 }
 
+/* QT_Q8_B32_X16 (quant.h): per output, blocks in order, exact integer dot,
+ * acc = fmaf(isum, d_w * dx, acc), then + bias: the op sequence of every
+ * table's kernel for this layout, so the bits are the same. */
+static void mm_q8x16_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                            int r0, int r1) {
+    (void)X;
+    const int rows = W->rows, cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
+    for (int r = r0; r < r1; r++) {
+        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        for (int i = 0; i < n; i++) {
+            const q8_rows xr = q8_prep_row(prep, cols, i);
+            float acc = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                const uint8_t *blk = (const uint8_t *)W->data + (g * nb + b) * 512;
+                const int8_t *xq = xr.xq + b * QT_BLOCK;
+                int32_t dot = xr.off[b];
+                for (int c = 0; c < QT_BLOCK; c++) dot += (int32_t)blk[(c / 4) * 64 + j * 4 + c % 4] * xq[c];
+                const float s = f16_to_f32(W->scales[(g * nb + b) * 16 + j]) * xr.dx[b];
+                acc = fmaf((float)dot, s, acc);
+            }
+            Y[(size_t)i * rows + r] = acc + (bias ? bias[r] : 0.0f);
+        }
+    }
+}
+
 static float dot_scalar(const float *a, const float *b, int n) {
     float s = 0.0f;
     for (int j = 0; j < n; j++) s += a[j] * b[j];
@@ -95,9 +120,10 @@ static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *b
 static const ops_kernels scalar_kernels = {
     .name = "scalar",
     .matmul = matmul_scalar,
-    .mm = {mm_float_scalar, mm_float_scalar, mm_float_scalar, mm_quant_scalar, mm_quant_scalar, mm_quant_scalar},
-    .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size},
-    .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep},
+    .mm = {mm_float_scalar, mm_float_scalar, mm_float_scalar, mm_quant_scalar, mm_quant_scalar, mm_quant_scalar,
+           mm_q8x16_scalar},
+    .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size},
+    .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep, q8x16_prep},
     .mm_bf16_dp = NULL,
     .dot = dot_scalar,
     .axpy = axpy_scalar,

@@ -42,7 +42,7 @@ static int nb_of(int cols) { return qt_kpad(cols) / QT_BLOCK; }
 size_t qmat_row_bytes(const qt_mat *m) {
     const size_t kpad = (size_t)qt_kpad(m->cols);
     if (!qt_is_quant(m)) return (size_t)m->cols * dtype_size(m->dtype);
-    return m->quant == QT_Q8_B32 ? kpad : kpad / 2;
+    return m->dtype == DT_I8 ? kpad : kpad / 2; /* X16: the average per row */
 }
 
 void qmat_dequant_row(const qt_mat *m, int r, float *out) {
@@ -52,6 +52,16 @@ void qmat_dequant_row(const qt_mat *m, int r, float *out) {
         return;
     }
     const int nb = nb_of(m->cols), cols = m->cols;
+    if (m->quant == QT_Q8_B32_X16) {
+        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        for (int b = 0; b * QT_BLOCK < cols; b++) {
+            const float d = f16_to_f32(m->scales[(g * nb + b) * 16 + j]);
+            const uint8_t *blk = (const uint8_t *)m->data + (g * nb + b) * 512;
+            for (int c = 0; c < QT_BLOCK && b * QT_BLOCK + c < cols; c++)
+                out[b * QT_BLOCK + c] = d * (float)((int)blk[(c / 4) * 64 + j * 4 + c % 4] - 128);
+        }
+        return;
+    }
     const uint8_t *row = (const uint8_t *)m->data + (size_t)r * qmat_row_bytes(m);
     const uint16_t *sc = m->scales + (size_t)r * nb;
     for (int b = 0; b * QT_BLOCK < cols; b++) {
@@ -155,6 +165,36 @@ qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error 
     return QTTS_OK;
 }
 
+qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e) {
+    if (!m || m->dtype != DT_I8 || m->quant != QT_Q8_B32 || !m->scales)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "qmat_pack_q8x16: not a QT_Q8_B32 matrix");
+    const int nb = nb_of(m->cols), kpad = qt_kpad(m->cols);
+    const size_t groups = ((size_t)m->rows + 15) / 16;
+    const size_t data_bytes = groups * nb * 512, sc_bytes = ROUND64(groups * nb * 16 * 2);
+    uint8_t *buf = aligned_alloc(64, data_bytes + sc_bytes);
+    if (!buf)
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory regrouping a [%d, %d] int8 matrix", m->rows, m->cols);
+    uint16_t *sc = (uint16_t *)(buf + data_bytes);
+    memset(buf, 128, data_bytes); /* padding rows: q = 0 */
+    memset(sc, 0, sc_bytes);
+    const int8_t *q = m->data;
+    for (int r = 0; r < m->rows; r++) {
+        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        for (int b = 0; b < nb; b++) {
+            uint8_t *blk = buf + (g * nb + b) * 512;
+            for (int c = 0; c < QT_BLOCK; c++)
+                blk[(c / 4) * 64 + j * 4 + c % 4] = (uint8_t)((int)q[(size_t)r * kpad + b * QT_BLOCK + c] + 128);
+            sc[(g * nb + b) * 16 + j] = m->scales[(size_t)r * nb + b];
+        }
+    }
+    free(m->owned);
+    m->data = buf;
+    m->scales = sc;
+    m->quant = QT_Q8_B32_X16;
+    m->owned = buf;
+    return QTTS_OK;
+}
+
 void qmat_free(qt_mat *m) {
     if (!m) return;
     free(m->owned);
@@ -239,11 +279,16 @@ void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, in
             int32_t *o = r.off + (b / 4) * 32;
             if (off_mode == Q8_OFF_PAIRS_128) o[(b & 2) * 8 + (b & 1) * 8] = -128 * isum;
             else if (off_mode == Q8_OFF_QUADS_8) o[(b & 3) * 4] = -8 * isum;
+            else if (off_mode == Q8_OFF_BLOCK_128) r.off[b] = -128 * isum;
         }
     }
 }
 
 void q8_prep(const qt_mat *W, const float *X, int n, void *buf) { q8_prep_ex(W, X, n, buf, 1, Q8_OFF_NONE); }
+
+void q8x16_prep(const qt_mat *W, const float *X, int n, void *buf) {
+    q8_prep_ex(W, X, n, buf, 1, Q8_OFF_BLOCK_128);
+}
 
 static size_t bf16_row_elems(int cols) { return ((size_t)cols + 31) / 32 * 32; }
 

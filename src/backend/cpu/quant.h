@@ -13,6 +13,15 @@
  *              w = d * (q - 8), q in [0, 15], d = -(w of max |w|) / 8.
  *  QT_Q4M_B32  nibbles as Q4; w = d * q + m, q in [0, 15], m = min w,
  *              d = (max w - min w) / 15; mins[rows][nb] f16.
+ *  QT_Q8_B32_X16  the values of QT_Q8_B32 regrouped for integer dot
+ *              instructions that take 4 bytes per lane: rows in groups of 16
+ *              (the last padded with zero rows), u8 data
+ *              [rows16][nb][8][16][4] = q + 128 with [.][b][c][j][t] holding
+ *              row 16 g + j, column 32 b + 4 c + t; scales f16 [rows16][nb][16].
+ *              One 64-byte load then feeds 16 rows at once, and a block's
+ *              integer dots of 16 rows come out in one vector; each output is
+ *              sum over blocks b, in order, of fma(isum_b, d_w * dx_b, acc)
+ *              (every table computes it that way: the same bits).
  * Scales and minima are f16 (stored rounded, and the weights quantised with
  * the rounded value).
  *
@@ -40,6 +49,11 @@ static inline int qt_kpad(int cols) { return (cols + QT_KPAD_ALIGN - 1) / QT_KPA
  * QT_Q4_B32 or QT_Q4M_B32). Allocates dst's buffer (release with qmat_free);
  * dst is zeroed on failure. src may be freed afterwards. */
 qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error *e);
+
+/* Regroup a QT_Q8_B32 matrix from qmat_quantize in place into
+ * QT_Q8_B32_X16 (same values; the old buffer is freed). On failure m is
+ * unchanged. */
+qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e);
 
 /* Release a matrix made by qmat_quantize (and zero it); accepts NULL and a
  * zeroed matrix. Only for matrices from qmat_quantize (or zero-initialised). */
@@ -72,7 +86,7 @@ typedef struct q8_rows {
     float *dx, *fsum;
     int32_t *off;
 } q8_rows;
-enum { Q8_OFF_NONE, Q8_OFF_PAIRS_128, Q8_OFF_QUADS_8 };
+enum { Q8_OFF_NONE, Q8_OFF_PAIRS_128, Q8_OFF_QUADS_8, Q8_OFF_BLOCK_128 };
 size_t q8_prep_row_bytes(int cols);
 size_t q8_prep_size(const qt_mat *W, int n);
 /* Row i of a prepared buffer for W's width. */
@@ -80,10 +94,13 @@ q8_rows q8_prep_row(const void *buf, int cols, int i);
 /* Quantise X [n][cols] into buf with the xq order of group (1, 2 or 4) and
  * the off vectors of off_mode: Q8_OFF_PAIRS_128: two 16-lane vectors per group,
  * lanes 0 and 8 of the first = -128 isum of blocks 0 and 1, of the second
- * blocks 2 and 3; Q8_OFF_QUADS_8: one vector, lane 4b = -8 isum of block b. */
+ * blocks 2 and 3; Q8_OFF_QUADS_8: one vector, lane 4b = -8 isum of block b;
+ * Q8_OFF_BLOCK_128: off[b] = -128 isum of block b (QT_Q8_B32_X16). */
 void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, int off_mode);
 /* q8_prep_ex with column order and no off vectors (the scalar layout). */
 void q8_prep(const qt_mat *W, const float *X, int n, void *buf);
+/* q8_prep_ex with column order and Q8_OFF_BLOCK_128 (QT_Q8_B32_X16). */
+void q8x16_prep(const qt_mat *W, const float *X, int n, void *buf);
 
 /* BF16 activations for the vdpbf16ps kernel: per row, uint16 [kpad2] with
  * kpad2 = cols rounded up to 32 (zero padded), round to nearest even. */
