@@ -3,7 +3,9 @@
  * dtypes; determinism and the synthetic marker; synthesis on tiny synthetic
  * checkpoints (sane audio, forced frame counts, run metrics); the report
  * formats (markdown, JSON round trip, CSV, SVG); compare on two real runs;
- * the quality arm and the recogniser plumbing. Seconds, not minutes: the
+ * the decode placements (inline, worker, none) and RSS/weights; the
+ * bandwidth probe's read loops; the quality arm and the recogniser
+ * plumbing. Seconds, not minutes: the
  * models written here use the tiny geometry (make-model --tiny). */
 #include <jansson.h>
 #include <stdarg.h>
@@ -218,7 +220,7 @@ static void test_synthesis(void) {
             const bench_case *c = &bench_cases[ci];
             if (c->clone && d == 0) continue;
             bench_config cfg = {tmp(dirs[d]), QTTS_WEIGHTS_NATIVE, "native", 2, 1, 3, QTTS_TEXT_MODE_DEFAULT,
-                                "default"};
+                                "default", BENCH_DECODE_INLINE};
             run_request rq = {c, 7, 1, 1, voice, NULL, 0, 1, 1};
             run_output out;
             const int rc = bench_run_once(m, &cfg, &rq, 10.0, &out);
@@ -241,6 +243,8 @@ static void test_synthesis(void) {
                       mm->cadence_ms >= 0 && mm->viability > 0 && mm->viability <= 1 && mm->talker_ms_f > 0 &&
                       mm->predictor_ms_f > 0 && mm->decode_ms_f > 0 && mm->peak_rss_mib > 0 && mm->gbps > 0 &&
                       fabs(mm->roofline - mm->gbps / 10.0) < 1e-9 && mm->mhz_mean >= 0 && mm->nonfinite == 0 &&
+                      info.weight_bytes_in_use > 0 &&
+                      fabs(mm->rss_over_weights - mm->peak_rss_mib * 1048576.0 / info.weight_bytes_in_use) < 1e-9 &&
                       fabs(mm->audio_rms - r) < 1e-4 && fabs(mm->audio_peak - peak) < 1e-6,
                   "frames %g audio %g chunks %g rtf %g ttfa %g wall %g viab %g tk %g cp %g dec %g rss %g gbps %g",
                   mm->n_frames, mm->audio_s, mm->n_chunks, mm->rtf, mm->ttfa_ms, mm->wall_ms, mm->viability,
@@ -324,7 +328,7 @@ static void test_reports_and_compare(void) {
           "content missing");
     free(md), free(csv), free(svg);
     FILE *f = tmpfile();
-    const int cr = f ? compare_reports(&a, &b, "rtf", f) : -1;
+    const int cr = f ? compare_reports(&a, &b, "rtf", NULL, f) : -1;
     char out[16384] = "";
     if (f) {
         rewind(f);
@@ -341,7 +345,7 @@ static void test_reports_and_compare(void) {
             b.rec[i].runs[k].rtf = 1.8;
         }
     f = tmpfile();
-    compare_reports(&a, &b, "rtf", f);
+    compare_reports(&a, &b, "rtf", NULL, f);
     rewind(f);
     out[fread(out, 1, sizeof out - 1, f)] = 0;
     fclose(f);
@@ -350,6 +354,228 @@ static void test_reports_and_compare(void) {
           "%.400s", out);
     report_free(&a);
     report_free(&b);
+}
+
+/* One case on the tiny CustomVoice model with each decode placement: the same
+ * frames every time; inline and worker make the same samples, the worker's
+ * chunks come from another thread; none makes no audio and has no audio
+ * figures, but RTF over the frames' 80 ms each. */
+static void test_decode_placements(void) {
+    qtts_model *m = NULL;
+    char err[512];
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = 2;
+    if (qtts_model_load(&m, tmp("cv5"), &mp, err, sizeof err)) {
+        CHECK("load the tiny model for the decode placements", 0, "%s", err);
+        return;
+    }
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    CHECK("weight_bytes_in_use includes the codec decoder", info.weight_bytes_in_use > info.codec_bytes,
+          "in use %lld, codec %lld", (long long)info.weight_bytes_in_use, (long long)info.codec_bytes);
+    run_request rq = {&bench_cases[0], 7, 1, 1, NULL, NULL, 0, 1, 1};
+    run_output out[3];
+    int rc[3];
+    for (int p = 0; p < 3; p++) {
+        const bench_config cfg = {tmp("cv5"), QTTS_WEIGHTS_NATIVE, "native", 2, 1, 3, QTTS_TEXT_MODE_DEFAULT,
+                                  "default", (bench_decode)p};
+        rc[p] = bench_run_once(m, &cfg, &rq, 10.0, &out[p]);
+    }
+    const run_metrics *in = &out[0].m, *wk = &out[1].m, *no = &out[2].m;
+    CHECK("decode inline: 3 chunks, all on the calling thread",
+          rc[0] == 0 && in->n_chunks == 3 && out[0].chunks_off_thread == 0 && out[0].n_pcm == 7 * 1920 &&
+              in->decode_ms_f > 0 && in->ttfa_ms > 0,
+          "rc %d (%s) chunks %g off-thread %d samples %zu", rc[0], out[0].err, in->n_chunks, out[0].chunks_off_thread,
+          out[0].n_pcm);
+    CHECK("decode worker: 3 chunks, all from the worker thread, the same samples as inline",
+          rc[1] == 0 && wk->n_chunks == 3 && out[1].chunks_off_thread == 3 && out[1].n_pcm == out[0].n_pcm &&
+              out[0].pcm && out[1].pcm && memcmp(out[0].pcm, out[1].pcm, sizeof(float) * out[0].n_pcm) == 0 &&
+              wk->decode_ms_f > 0,
+          "rc %d (%s) chunks %g off-thread %d samples %zu", rc[1], out[1].err, wk->n_chunks, out[1].chunks_off_thread,
+          out[1].n_pcm);
+    CHECK("decode none: the same 7 forced frames, no audio",
+          rc[2] == 0 && out[2].n_codes_frames == 7 && out[0].n_codes_frames == 7 && out[2].n_pcm == 0 &&
+              out[0].codes && out[2].codes && memcmp(out[0].codes, out[2].codes, sizeof(int32_t) * 16 * 7) == 0 &&
+              no->n_frames == 7 && out[2].chunks_off_thread == 0,
+          "rc %d (%s) frames %d / %g samples %zu", rc[2], out[2].err, out[2].n_codes_frames, no->n_frames, out[2].n_pcm);
+    CHECK("decode none: RTF = wall / (frames x 80 ms); audio, TTFA and decode figures empty",
+          fabs(no->audio_s - 0.56) < 1e-9 && no->wall_ms > 0 && fabs(no->rtf - no->wall_ms / 560.0) < 1e-9 &&
+              fabs(no->rtf * no->rtfx - 1) < 1e-9 && isnan(no->ttfa_ms) && isnan(no->cadence_ms) &&
+              isnan(no->cadence_max_ms) && isnan(no->underruns) && isnan(no->viability) && isnan(no->n_chunks) &&
+              isnan(no->decode_ms) && isnan(no->decode_ms_f) && isnan(no->audio_rms) && isnan(no->audio_peak) &&
+              isnan(no->nonfinite),
+          "audio %g wall %g rtf %g ttfa %g chunks %g decode %g rms %g", no->audio_s, no->wall_ms, no->rtf, no->ttfa_ms,
+          no->n_chunks, no->decode_ms_f, no->audio_rms);
+    CHECK("decode none: generation figures, GB/s, roofline and RSS/weights",
+          no->prefill_ms > 0 && no->talker_ms_f > 0 && no->predictor_ms_f > 0 && no->gbps > 0 &&
+              fabs(no->roofline - no->gbps / 10.0) < 1e-9 && no->peak_rss_mib > 0 &&
+              fabs(no->rss_over_weights - no->peak_rss_mib * 1048576.0 / info.weight_bytes_in_use) < 1e-9,
+          "prefill %g tk %g cp %g gbps %g rss %g rss/w %g", no->prefill_ms, no->talker_ms_f, no->predictor_ms_f,
+          no->gbps, no->peak_rss_mib, no->rss_over_weights);
+    for (int p = 0; p < 3; p++) run_output_free(&out[p]);
+    qtts_model_free(m);
+}
+
+static int run_decode_bench(const char *decode) {
+    char *argv[] = {"run", "-m", (char *)tmp("cv5"), "--frames", "4", "-r", "1", "--cases", "short_en",
+                    "-c", "2", "-t", "1", "-o", "none", "-q", "--decode", (char *)decode, "--bw-mib", "64",
+                    "--json", (char *)tmp("d.json"), "--csv", (char *)tmp("d.csv"), "--md", (char *)tmp("d.md"),
+                    "--plot", (char *)tmp("d.svg")};
+    return cmd_run((int)(sizeof argv / sizeof argv[0]), argv);
+}
+
+static int jnull(json_t *o, const char *k) { return json_is_null(json_object_get(o, k)); }
+static double jnum_of(json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* --decode as a crossed dimension through every report format and compare */
+static void test_decode_option(void) {
+    CHECK("--decode: an unknown placement is a usage error", run_decode_bench("inline,sideways") == 2, "not refused");
+    CHECK("--decode: an empty list is a usage error", run_decode_bench("") == 2, "not refused");
+    const int rc = run_decode_bench("inline,worker,none");
+    CHECK("--decode inline,worker,none runs", rc == 0, "rc %d", rc);
+    if (rc) return;
+    json_error_t je;
+    json_t *j = json_load_file(tmp("d.json"), 0, &je);
+    json_t *recs = json_object_get(j, "records");
+    static const char *const want[3] = {"inline", "worker", "none"};
+    int ok = json_array_size(recs) == 3;
+    char why[256] = "";
+    for (int i = 0; ok && i < 3; i++) {
+        json_t *r = json_array_get(recs, (size_t)i), *r0 = json_array_get(json_object_get(r, "runs"), 0);
+        const char *d = json_string_value(json_object_get(r, "decode"));
+        const double wmib = jnum_of(r, "weights_in_use_mib"), wb = jnum_of(r, "weights_in_use_bytes");
+        ok = d && strcmp(d, want[i]) == 0 && wmib > 0 && fabs(wmib - wb / 1048576.0) < 1e-3 * wmib &&
+             jnum_of(r0, "rss_over_weights") > 0 && jnum_of(r0, "n_frames") == 4 &&
+             json_is_number(json_object_get(json_object_get(json_object_get(r, "summary"), "rss_over_weights"),
+                                            "median"));
+        if (!ok) snprintf(why, sizeof why, "record %d: decode %s, weights in use %g MiB", i, d ? d : "(none)", wmib);
+    }
+    CHECK("JSON: one record per placement, with decode, weights_in_use_mib and rss_over_weights", ok, "%s%s", why,
+          json_array_size(recs) == 3 ? "" : " (not 3 records)");
+    json_t *rin = json_array_get(json_object_get(json_array_get(recs, 0), "runs"), 0);
+    json_t *rno = json_array_get(json_object_get(json_array_get(recs, 2), "runs"), 0);
+    CHECK("JSON: decode none has frames and RTF but no audio fields",
+          rno && jnum_of(rno, "n_frames") == 4 && jnum_of(rno, "rtf") > 0 && jnum_of(rno, "gbps") > 0 &&
+              fabs(jnum_of(rno, "audio_s") - 0.32) < 1e-9 && jnull(rno, "ttfa_ms") && jnull(rno, "cadence_ms") &&
+              jnull(rno, "decode_ms") && jnull(rno, "decode_ms_per_frame") && jnull(rno, "n_chunks") &&
+              jnull(rno, "audio_rms") && jnull(rno, "underruns") && jnull(rno, "viability"),
+          "fields wrong");
+    CHECK("JSON: decode inline has the audio fields",
+          rin && jnum_of(rin, "ttfa_ms") > 0 && jnum_of(rin, "decode_ms_per_frame") > 0 && jnum_of(rin, "n_chunks") == 2,
+          "fields missing");
+    const char *meth = json_string_value(json_object_get(json_object_get(j, "machine"), "bandwidth_method"));
+    CHECK("JSON: the bandwidth probe's read loop", meth && strcmp(meth, bw_method_name(bw_method_best())) == 0, "%s",
+          meth ? meth : "(missing)");
+    json_decref(j);
+    char *md = slurp(tmp("d.md")), *csv = slurp(tmp("d.csv")), *svg = slurp(tmp("d.svg"));
+    CHECK("markdown: decode and RSS/weights columns, a row per placement, the probe's loop, weights in use",
+          md && strstr(md, "| mode | decode | case |") && strstr(md, " RSS/weights |") &&
+              strstr(md, "| default | inline | short_en |") && strstr(md, "| default | worker | short_en |") &&
+              strstr(md, "| default | none | short_en |") && strstr(md, bw_method_name(bw_method_best())) &&
+              strstr(md, "| weights in use | cv5 native: ") && strstr(md, "RSS/weights = peak RSS bytes") &&
+              strstr(md, "none calls qtts_generate_codes"),
+          "content missing");
+    CHECK("CSV: decode column, weights in use and rss_over_weights",
+          csv && strstr(csv, ",mode,decode,case,") && strstr(csv, ",weights_in_use_mib") &&
+              strstr(csv, ",rss_over_weights_median,") && strstr(csv, ",default,none,short_en,") &&
+              strstr(csv, ",default,worker,short_en,"),
+          "content missing");
+    CHECK("SVG: configurations labelled by decode placement",
+          svg && strstr(svg, "decode inline") && strstr(svg, "decode worker") && strstr(svg, "decode none"),
+          "labels missing");
+    free(md), free(csv), free(svg);
+    /* compare: configurations match on the decode placement too */
+    bench_report a, b;
+    char err[512];
+    if (report_read_json(tmp("d.json"), &a, err, sizeof err)) {
+        CHECK("decode report reads back", 0, "%s", err);
+        return;
+    }
+    if (report_read_json(tmp("d.json"), &b, err, sizeof err)) {
+        CHECK("decode report reads back", 0, "%s", err);
+        report_free(&a);
+        return;
+    }
+    CHECK("JSON in: decode, weights in use and the probe's loop",
+          a.n_rec == 3 && strcmp(a.rec[2].decode, "none") == 0 && a.rec[0].weights_in_use > 0 &&
+              strcmp(a.bw_method, bw_method_name(bw_method_best())) == 0,
+          "%d records, decode %s", a.n_rec, a.n_rec == 3 ? a.rec[2].decode : "?");
+    char out[8192];
+    int cr[3];
+    int matched[3] = {-1, -1, -1};
+    for (int k = 0; k < 3; k++) {
+        if (k == 1)
+            for (int i = 0; i < b.n_rec; i++) snprintf(b.rec[i].decode, sizeof b.rec[i].decode, "inline");
+        FILE *f = tmpfile();
+        cr[k] = f ? compare_reports(&a, &b, "rtf", k == 2 ? "decode" : NULL, f) : -2;
+        out[0] = 0;
+        if (f) {
+            rewind(f);
+            out[fread(out, 1, sizeof out - 1, f)] = 0;
+            fclose(f);
+        }
+        const char *p = strstr(out, "matched ");
+        if (p) matched[k] = atoi(p + 8);
+    }
+    CHECK("compare: each placement matches its own", cr[0] == 0 && matched[0] == 3, "rc %d, %d pairs", cr[0],
+          matched[0]);
+    CHECK("compare: other placements do not match", cr[1] == 0 && matched[1] == 1, "rc %d, %d pairs", cr[1],
+          matched[1]);
+    CHECK("compare --ignore decode matches across placements", cr[2] == 0 && matched[2] == 3, "rc %d, %d pairs", cr[2],
+          matched[2]);
+    report_free(&a);
+    report_free(&b);
+}
+
+/* Every read loop of the bandwidth probe reads every word once: the XOR of
+ * any span, at any alignment, equals a plain loop's. */
+static void test_bandwidth_probe(void) {
+    enum { N = 1037 };
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, (N + 8) * sizeof(uint64_t))) {
+        CHECK("bandwidth probe buffer", 0, "no memory");
+        return;
+    }
+    uint64_t *buf = mem, x = 0x243f6a8885a308d3ull;
+    for (int i = 0; i < N + 8; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = x;
+    }
+    static const size_t lens[] = {0, 1, 5, 31, 32, 33, 63, 64, 257, N - 3};
+    for (int m = 0; m < BW_N_METHODS; m++) {
+        const char *name = bw_method_name((bw_method)m);
+        if (!bw_method_supported((bw_method)m)) {
+            test_skip(fmt("bandwidth probe: %s", name), "this CPU or build has no %s", name);
+            continue;
+        }
+        int bad = 0;
+        char why[128] = "";
+        for (size_t off = 0; off < 4; off++)
+            for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+                uint64_t want = 0;
+                for (size_t i = 0; i < lens[k]; i++) want ^= buf[off + i];
+                if (bw_read_xor((bw_method)m, buf + off, lens[k]) != want && !bad++)
+                    snprintf(why, sizeof why, "offset %zu, %zu words", off, lens[k]);
+            }
+        CHECK(fmt("bandwidth probe: %s read every word once", name), bad == 0, "%d spans wrong, first: %s", bad, why);
+    }
+    free(mem);
+    const bw_method best = bw_method_best();
+    bw_method parsed = BW_SCALAR;
+    CHECK("bandwidth probe: the widest supported loop is chosen",
+          bw_method_supported(best) && (best == BW_N_METHODS - 1 || !bw_method_supported((bw_method)(best + 1))) &&
+              bw_parse_method("auto", &parsed) == 0 && parsed == best && bw_parse_method("avx1024", &parsed) == -1,
+          "best %s", bw_method_name(best));
+#if defined(__x86_64__)
+    CHECK("bandwidth probe: AVX-512 chosen where the CPU has it",
+          !__builtin_cpu_supports("avx512f") || best == BW_AVX512, "best %s", bw_method_name(best));
+#endif
+    CHECK("bandwidth probe: a small measurement", measure_read_bandwidth(8u << 20, 1, 1, best) > 0, "0 GB/s");
+    char *argv[] = {"bandwidth", "--method", "avx1024"};
+    CHECK("bandwidth: an unknown --method is a usage error", cmd_bandwidth(3, argv) == 2, "not refused");
 }
 
 static void test_quality(void) {
@@ -399,6 +625,9 @@ int main(void) {
     test_make_model();
     test_synthesis();
     test_reports_and_compare();
+    test_decode_placements();
+    test_decode_option();
+    test_bandwidth_probe();
     test_quality();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -1,9 +1,10 @@
 /* qtts-bench run and suite: the speed arm. Parses the list parameters, runs
- * the cross product of model x weights x threads x chunk x mode over the case
- * set (for each case: one cold run, then the measured runs, the
- * configurations interleaved A B A B ...), and hands the records to the
- * report writers. Dataflow: options -> loaded models -> bench_run_once per
- * (case, rep, config) -> bench_record[] -> report.c / plot.c. */
+ * the cross product of model x weights x threads x chunk x mode x decode
+ * placement over the case set (for each case: one cold run, then the
+ * measured runs, the configurations interleaved A B A B ...), and hands the
+ * records to the report writers. Dataflow: options -> loaded models ->
+ * bench_run_once per (case, rep, config) -> bench_record[] -> report.c /
+ * plot.c. */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -69,6 +70,8 @@ typedef struct bench_opts {
     qtts_text_mode modes[BENCH_MAX_LIST];
     const char *mode_names[BENCH_MAX_LIST];
     int n_modes;
+    bench_decode decodes[BENCH_MAX_LIST];
+    int n_decodes;
     const bench_case *cases[64];
     int n_cases;
     int frames;       /* > 0 forced, -1 auto, 0 eos */
@@ -145,6 +148,9 @@ void bench_help(FILE *f) {
             "  -t, --threads LIST      compute threads (default: online CPUs)\n"
             "  -c, --chunk LIST        streaming chunk F/C: first chunk F frames, then C (N = N/N; default 1/4)\n"
             "      --mode LIST         text mode: default, streaming, non-streaming (default: default)\n"
+            "      --decode LIST       where the codec decoder runs: inline (between frames on the calling\n"
+            "                          thread, the library default), worker (a thread beside generation),\n"
+            "                          none (no audio: generation alone) (default inline)\n"
             "  Cases and runs:\n"
             "      --cases LIST        case names, short, medium, long, clone, a language, or all (default all)\n"
             "      --frames N|auto|eos N frames per case, EOS ignored; auto = the case's typical length\n"
@@ -167,10 +173,11 @@ void bench_help(FILE *f) {
             "qtts-bench quality -m DIR [-w LIST] [--ref native] [--cases LIST] [--frames N] [--asr-cmd 'CMD {wav}']\n"
             "  Teacher-forced code agreement per codebook, log-mel correlation and waveform SNR against\n"
             "  the reference path; speaker similarity (Base); WER through the recogniser command.\n\n"
-            "qtts-bench compare A.json B.json [--metric rtf]\n"
+            "qtts-bench compare A.json B.json [--metric rtf] [--ignore weights,threads,model,decode]\n"
             "  Cases matched pairwise: per-case deltas, median, mean and weighted change, faster/slower.\n\n"
             "qtts-bench wer REF HYP      normalised WER of two strings\n"
-            "qtts-bench bandwidth [-t LIST] [--bw-mib N]   memory read bandwidth\n"
+            "qtts-bench bandwidth [-t LIST] [--bw-mib N] [--method auto|scalar|avx2|avx512]\n"
+            "                            memory read bandwidth (auto: the widest loads this CPU has)\n"
             "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }
@@ -187,6 +194,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     o->out_dir = "bench-out";
     if (suite) o->quality_cases = "short_en,long_en";
     const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default",
+               *decodes = "inline",
                *cases = suite ? "short_en,short_zh,medium_de,long_en,clone_en" : "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -196,6 +204,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("-t", "--threads")) threads = v;
         else if (OPT("-c", "--chunk")) chunks = v;
         else if (OPT("--mode", "--modes")) modes = v;
+        else if (OPT("--decode", "--decode")) decodes = v;
         else if (OPT("--cases", "--case")) cases = v;
         else if (OPT("--frames", "--frames")) {
             if (strcmp(v, "auto") == 0) o->frames = -1;
@@ -290,6 +299,17 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
             return -1;
         }
     o->n_modes = n;
+    n = split_list(decodes, items, BENCH_MAX_LIST);
+    for (int i = 0; i < n; i++)
+        if (bench_parse_decode(items[i], &o->decodes[i])) {
+            fprintf(stderr, "qtts-bench: bad decode placement '%s' (inline, worker, none)\n", items[i]);
+            return -1;
+        }
+    if (n == 0) {
+        fprintf(stderr, "qtts-bench: --decode needs inline, worker or none\n");
+        return -1;
+    }
+    o->n_decodes = n;
     return parse_cases(cases, o);
 }
 
@@ -371,6 +391,7 @@ static void fill_record_model(bench_record *rec, const char *dir, qtts_model *m)
     rec->predictor_bytes = info.predictor_bytes;
     rec->codec_bytes = info.codec_bytes;
     rec->n_params = info.n_params;
+    rec->weights_in_use = info.weight_bytes_in_use;
 }
 
 static int case_frames(const bench_opts *o, const bench_case *c) {
@@ -407,8 +428,8 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 make_voices(l);
                 if (l->err[0]) fprintf(stderr, "qtts-bench: %s: %s\n", dir, l->err);
             }
-        /* configurations: loaded model x chunk x mode */
-        const int nc = nl * o->n_chunks * o->n_modes;
+        /* configurations: loaded model x chunk x mode x decode placement */
+        const int nc = nl * o->n_chunks * o->n_modes * o->n_decodes;
         bench_config *cfg = calloc((size_t)nc, sizeof *cfg);
         int *cfg_model = calloc((size_t)nc, sizeof(int));
         if (!cfg || !cfg_model) {
@@ -418,11 +439,12 @@ static int run_speed(const bench_opts *o, bench_report *r) {
         int k = 0;
         for (int li = 0; li < nl; li++)
             for (int ci = 0; ci < o->n_chunks; ci++)
-                for (int di = 0; di < o->n_modes; di++, k++) {
-                    cfg[k] = (bench_config){dir, 0, L[li].weights, L[li].n_threads, o->first[ci], o->chunk[ci],
-                                            o->modes[di], o->mode_names[di]};
-                    cfg_model[k] = li;
-                }
+                for (int di = 0; di < o->n_modes; di++)
+                    for (int pi = 0; pi < o->n_decodes; pi++, k++) {
+                        cfg[k] = (bench_config){dir, 0, L[li].weights, L[li].n_threads, o->first[ci], o->chunk[ci],
+                                                o->modes[di], o->mode_names[di], o->decodes[pi]};
+                        cfg_model[k] = li;
+                    }
         int total_runs = 0, done = 0;
         for (int ci = 0; ci < o->n_cases; ci++) total_runs += nc * (o->reps + (ci == 0 || o->cold_per_case));
         for (int ci = 0; ci < o->n_cases; ci++) {
@@ -443,6 +465,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 rec->first_chunk = cfg[j].first_chunk;
                 rec->chunk = cfg[j].chunk;
                 snprintf(rec->mode, sizeof rec->mode, "%s", cfg[j].mode_name);
+                snprintf(rec->decode, sizeof rec->decode, "%s", bench_decode_name(cfg[j].decode));
                 snprintf(rec->case_name, sizeof rec->case_name, "%s", c->name);
                 snprintf(rec->length, sizeof rec->length, "%s", c->length);
                 snprintf(rec->language, sizeof rec->language, "%s", c->language);
@@ -485,9 +508,10 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                     }
                     done++;
                     if (!o->quiet)
-                        fprintf(stderr, "[%d/%d] %s %s %s t%d %d/%d %s %s: RTF %.3f, %d frames\n", done,
+                        fprintf(stderr, "[%d/%d] %s %s %s t%d %d/%d %s decode %s %s: RTF %.3f, %d frames\n", done,
                                 total_runs, rec->model_name, c->name, rec->weights, rec->n_threads, rec->first_chunk,
-                                rec->chunk, rec->mode, rep == 0 ? "cold" : "run", out.m.rtf, (int)out.m.n_frames);
+                                rec->chunk, rec->mode, rec->decode, rep == 0 ? "cold" : "run", out.m.rtf,
+                                (int)out.m.n_frames);
                     run_output_free(&out);
                 }
             }
@@ -505,14 +529,18 @@ static int run_speed(const bench_opts *o, bench_report *r) {
 }
 
 static void measure_bw(const bench_opts *o, bench_report *r) {
+    const bw_method method = bw_method_best();
     r->bw_buffer_mib = o->bw_mib;
+    snprintf(r->bw_method, sizeof r->bw_method, "%s", bw_method_name(method));
     for (int i = 0; i < o->n_threads && r->n_bw < BENCH_MAX_LIST; i++) {
         int dup = 0;
         for (int j = 0; j < r->n_bw; j++) dup |= r->bw_threads[j] == o->threads[i];
         if (dup) continue;
-        if (!o->quiet) fprintf(stderr, "measuring read bandwidth (%d threads, %.0f MiB)...\n", o->threads[i], o->bw_mib);
+        if (!o->quiet)
+            fprintf(stderr, "measuring read bandwidth (%d threads, %.0f MiB, %s)...\n", o->threads[i], o->bw_mib,
+                    r->bw_method);
         r->bw_threads[r->n_bw] = o->threads[i];
-        r->bw_gbps[r->n_bw] = measure_read_bandwidth((size_t)(o->bw_mib * 1048576.0), o->threads[i], 5);
+        r->bw_gbps[r->n_bw] = measure_read_bandwidth((size_t)(o->bw_mib * 1048576.0), o->threads[i], 5, method);
         r->n_bw++;
     }
 }

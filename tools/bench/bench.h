@@ -11,7 +11,7 @@
 
 #include "qtts.h"
 
-#define BENCH_VERSION "1"
+#define BENCH_VERSION "2"
 #define BENCH_MAX_LIST 16
 
 /* ---------------------------------------------------------------- make_model.c */
@@ -98,11 +98,26 @@ int rss_reset_peak(void);
 double rss_peak_mib(void);
 double rss_now_mib(void);
 
-/* Read bandwidth in GB/s (1e9 bytes/s) over a buffer of buf_bytes read by
- * n_threads threads; best of reps passes. */
-double measure_read_bandwidth(size_t buf_bytes, int n_threads, int reps);
-
 double bench_now_ms(void);
+
+/* ---------------------------------------------------------------- bandwidth.c */
+
+/* The read loop of the bandwidth probe: the widest loads the CPU has, chosen
+ * at run time (the engine's kernels stream weights with vector loads). */
+typedef enum bw_method { BW_SCALAR = 0, BW_AVX2 = 1, BW_AVX512 = 2, BW_N_METHODS = 3 } bw_method;
+
+bw_method bw_method_best(void);          /* avx512 > avx2 > scalar, as this CPU allows */
+int bw_method_supported(bw_method m);    /* 1 if this build and CPU can run the loop */
+const char *bw_method_name(bw_method m); /* "scalar loads", "avx2 loads", "avx512 loads" */
+/* "auto" (= bw_method_best), "scalar", "avx2", "avx512". Returns 0 or -1. */
+int bw_parse_method(const char *s, bw_method *m);
+/* XOR of the n words at p through the loop of method m (scalar when m is not
+ * supported): every loop gives the same value. */
+uint64_t bw_read_xor(bw_method m, const uint64_t *p, size_t n);
+/* Read bandwidth in GB/s (1e9 bytes/s) over a buffer of buf_bytes read by
+ * n_threads threads with the loop of method; best of reps passes. 0 when the
+ * method is not supported or the buffer cannot be allocated. */
+double measure_read_bandwidth(size_t buf_bytes, int n_threads, int reps, bw_method method);
 
 /* ---------------------------------------------------------------- wer.c */
 
@@ -143,8 +158,8 @@ void bench_ref_clip(float **pcm, size_t *n, const char **transcript);
 typedef struct run_metrics {
     /* every figure is a double so that reports and compare can walk them
      * through bench_metrics[] */
-    double wall_ms;          /* qtts_synthesize call */
-    double audio_s;          /* samples / 24000 */
+    double wall_ms;          /* qtts_synthesize call (qtts_generate_codes with decode none) */
+    double audio_s;          /* samples / 24000 (frames x 0.08 with decode none) */
     double rtf, rtfx;
     double ttfa_ms;          /* our clock: call start to first non-empty chunk */
     double cadence_ms;       /* median gap between chunks after the first */
@@ -155,6 +170,7 @@ typedef struct run_metrics {
     double n_frames;
     double prefill_ms, talker_ms_f, predictor_ms_f, decode_ms_f, decode_ms;
     double peak_rss_mib;
+    double rss_over_weights; /* peak RSS bytes / qtts_model_info.weight_bytes_in_use */
     double gbps;             /* (talker + predictor bytes) per frame / LM time per frame */
     double roofline;         /* gbps / measured read bandwidth */
     double mhz_mean, mhz_min, mhz_max;
@@ -162,6 +178,18 @@ typedef struct run_metrics {
     double nonfinite;        /* NaN/Inf samples delivered (must be 0) */
     int status;              /* qtts_status of the call */
 } run_metrics;
+
+/* Where the codec decoder runs (--decode). */
+typedef enum bench_decode {
+    BENCH_DECODE_INLINE = 0, /* qtts_audio_params.overlap = 0 (library default): on the calling
+                                thread between frames, on all of the model's threads */
+    BENCH_DECODE_WORKER = 1, /* overlap = 1: in the context's worker thread beside generation */
+    BENCH_DECODE_NONE = 2,   /* no audio: qtts_generate_codes alone (generation alone) */
+} bench_decode;
+
+/* "inline", "worker", "none". Returns 0 or -1. */
+int bench_parse_decode(const char *s, bench_decode *d);
+const char *bench_decode_name(bench_decode d);
 
 typedef struct bench_config {
     const char *model_dir;
@@ -171,6 +199,7 @@ typedef struct bench_config {
     int first_chunk, chunk;   /* frames */
     qtts_text_mode mode;
     const char *mode_name;
+    bench_decode decode;      /* default (0) inline */
 } bench_config;
 
 typedef struct run_request {
@@ -192,10 +221,12 @@ typedef struct run_output {
     int32_t *codes;           /* when keep_codes: [n_codes_frames][16] */
     int n_codes_frames;
     qtts_stats stats;
+    int chunks_off_thread;    /* PCM chunks delivered on a thread other than the caller's */
     char err[256];
 } run_output;
 
-/* One synthesis with timing; bw_gbps is the measured read bandwidth. */
+/* One synthesis with timing (generation only with cfg->decode none); bw_gbps
+ * is the measured read bandwidth. */
 int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request *rq, double bw_gbps,
                    run_output *out);
 void run_output_free(run_output *o);
@@ -222,9 +253,11 @@ typedef struct bench_record {
     char size_name[16], type_name[16], kernels[32], weight_dtype[16];
     int synthetic;            /* config.json has "qtts_synthetic" */
     int64_t talker_bytes, predictor_bytes, codec_bytes, n_params;
+    int64_t weights_in_use;   /* qtts_model_info.weight_bytes_in_use (0 = unknown) */
     char weights[16];         /* weight format name asked for */
     int n_threads, first_chunk, chunk;
     char mode[16];            /* text mode name */
+    char decode[16];          /* decode placement: inline, worker, none ("" in older reports) */
     char case_name[32], length[16], language[16];
     int text_chars;
     int frames_forced;        /* > 0: frames forced, EOS ignored; 0: until EOS */
@@ -259,6 +292,7 @@ typedef struct bench_report {
     double bw_gbps[BENCH_MAX_LIST];
     int n_bw;
     double bw_buffer_mib;
+    char bw_method[32];       /* read loop of the probe: bw_method_name() */
     int frames_mode;          /* > 0 forced N, -1 auto (per-case typical length), 0 until EOS */
     int reps;
     uint64_t seed;
@@ -284,8 +318,11 @@ double report_bw_for(const bench_report *r, int n_threads);
 /* plot.c: SVG of RTF per case and the per-phase split. Returns 0 or -1. */
 int plot_write_svg(const bench_report *r, const char *path);
 
-/* compare.c: matched-pair comparison of two reports on one metric. */
-int compare_reports(const bench_report *a, const bench_report *b, const char *metric, FILE *out);
+/* compare.c: matched-pair comparison of two reports on one metric. Records
+ * match on size, type, weights, threads, chunk, mode, decode placement, case
+ * and frames; ignore ("weights,threads,model,decode", any of them, or NULL)
+ * drops those from the match. Returns 0, or -1 when no pair matched. */
+int compare_reports(const bench_report *a, const bench_report *b, const char *metric, const char *ignore, FILE *out);
 
 /* quality.c */
 typedef struct quality_options {

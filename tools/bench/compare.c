@@ -2,7 +2,8 @@
  * configurations (BENCHMARKING.md, procedure 8). Prints each pair's change
  * and the median, mean and weighted change, and how many got better or
  * worse. Dataflow: A.json, B.json -> records keyed by (size, type, weights,
- * threads, chunk, mode, case) -> medians of the chosen metric -> deltas. */
+ * threads, chunk, mode, decode placement, case, frames) -> medians of the
+ * chosen metric -> deltas. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,15 @@
 #define KEY_WEIGHTS 1
 #define KEY_THREADS 2
 #define KEY_MODEL 4
+#define KEY_DECODE 8
 
 static void record_key(const bench_record *r, int ignore, char *out, size_t n) {
-    char w[32] = "*", t[16] = "*", m[160] = "*";
+    char w[32] = "*", t[16] = "*", m[160] = "*", d[24] = "*";
     if (!(ignore & KEY_WEIGHTS)) snprintf(w, sizeof w, "%s", r->weights);
     if (!(ignore & KEY_THREADS)) snprintf(t, sizeof t, "%d", r->n_threads);
     if (!(ignore & KEY_MODEL)) snprintf(m, sizeof m, "%s %s", r->size_name, r->type_name);
-    snprintf(out, n, "%s|%s|t%s|%d/%d|%s|%s|f%d", m, w, t, r->first_chunk, r->chunk, r->mode, r->case_name,
+    if (!(ignore & KEY_DECODE)) snprintf(d, sizeof d, "%s", r->decode); /* "" in reports before --decode */
+    snprintf(out, n, "%s|%s|t%s|%d/%d|%s|d%s|%s|f%d", m, w, t, r->first_chunk, r->chunk, r->mode, d, r->case_name,
              r->frames_forced);
 }
 
@@ -73,8 +76,8 @@ static int compare_keyed(const bench_report *a, const bench_report *b, const cha
         if (vb == va) same++;
         else if (improved) better++;
         else worse++;
-        fprintf(out, "| %s | %s %s %s t%d %d/%d %s | ", ra->case_name, ra->size_name, ra->type_name, ra->weights,
-                ra->n_threads, ra->first_chunk, ra->chunk, ra->mode);
+        fprintf(out, "| %s | %s %s %s t%d %d/%d %s %s | ", ra->case_name, ra->size_name, ra->type_name, ra->weights,
+                ra->n_threads, ra->first_chunk, ra->chunk, ra->mode, ra->decode[0] ? ra->decode : "decode ?");
         fprintf(out, d->fmt, va);
         fputs(" | ", out);
         fprintf(out, d->fmt, vb);
@@ -102,8 +105,19 @@ static int compare_keyed(const bench_report *a, const bench_report *b, const cha
     return n > 0 ? 0 : -1;
 }
 
-int compare_reports(const bench_report *a, const bench_report *b, const char *metric, FILE *out) {
-    return compare_keyed(a, b, metric, 0, out);
+/* "weights,threads,model,decode" (any of them) -> KEY_* bits */
+static int ignore_bits(const char *v) {
+    int ignore = 0;
+    if (!v) return 0;
+    if (strstr(v, "weights")) ignore |= KEY_WEIGHTS;
+    if (strstr(v, "threads")) ignore |= KEY_THREADS;
+    if (strstr(v, "model")) ignore |= KEY_MODEL;
+    if (strstr(v, "decode")) ignore |= KEY_DECODE;
+    return ignore;
+}
+
+int compare_reports(const bench_report *a, const bench_report *b, const char *metric, const char *ignore, FILE *out) {
+    return compare_keyed(a, b, metric, ignore_bits(ignore), out);
 }
 
 int cmd_compare(int argc, char **argv) {
@@ -111,19 +125,16 @@ int cmd_compare(int argc, char **argv) {
     int nf = 0, ignore = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--metric") == 0 && i + 1 < argc) metric = argv[++i];
-        else if (strcmp(argv[i], "--ignore") == 0 && i + 1 < argc) {
-            const char *v = argv[++i];
-            if (strstr(v, "weights")) ignore |= KEY_WEIGHTS;
-            if (strstr(v, "threads")) ignore |= KEY_THREADS;
-            if (strstr(v, "model")) ignore |= KEY_MODEL;
-        } else if (argv[i][0] != '-' && nf < 2) files[nf++] = argv[i];
+        else if (strcmp(argv[i], "--ignore") == 0 && i + 1 < argc) ignore |= ignore_bits(argv[++i]);
+        else if (argv[i][0] != '-' && nf < 2) files[nf++] = argv[i];
         else {
             fprintf(stderr, "compare: unknown option '%s'\n", argv[i]);
             return 2;
         }
     }
     if (nf != 2) {
-        fprintf(stderr, "usage: qtts-bench compare A.json B.json [--metric rtf] [--ignore weights,threads,model]\n");
+        fprintf(stderr,
+                "usage: qtts-bench compare A.json B.json [--metric rtf] [--ignore weights,threads,model,decode]\n");
         return 2;
     }
     bench_report a, b;

@@ -25,7 +25,7 @@ static void xml_text(FILE *f, const char *s) {
 
 /* Label of a configuration: only the fields that vary in the report. */
 static void config_label(const bench_report *r, const bench_record *rec, char *out, size_t n) {
-    int vm = 0, vw = 0, vt = 0, vc = 0, vd = 0;
+    int vm = 0, vw = 0, vt = 0, vc = 0, vd = 0, vp = 0;
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *o = &r->rec[i];
         vm |= strcmp(o->model_name, r->rec[0].model_name) != 0;
@@ -33,14 +33,16 @@ static void config_label(const bench_report *r, const bench_record *rec, char *o
         vt |= o->n_threads != r->rec[0].n_threads;
         vc |= o->first_chunk != r->rec[0].first_chunk || o->chunk != r->rec[0].chunk;
         vd |= strcmp(o->mode, r->rec[0].mode) != 0;
+        vp |= strcmp(o->decode, r->rec[0].decode) != 0;
     }
     size_t l = 0;
     out[0] = 0;
-    if (vm || !(vw || vt || vc || vd)) l += (size_t)snprintf(out + l, n - l, "%s ", rec->model_name);
+    if (vm || !(vw || vt || vc || vd || vp)) l += (size_t)snprintf(out + l, n - l, "%s ", rec->model_name);
     if (vw && l < n) l += (size_t)snprintf(out + l, n - l, "%s ", rec->weights);
     if (vt && l < n) l += (size_t)snprintf(out + l, n - l, "t%d ", rec->n_threads);
     if (vc && l < n) l += (size_t)snprintf(out + l, n - l, "%d/%d ", rec->first_chunk, rec->chunk);
     if (vd && l < n) l += (size_t)snprintf(out + l, n - l, "%s ", rec->mode);
+    if (vp && l < n) l += (size_t)snprintf(out + l, n - l, "decode %s ", rec->decode[0] ? rec->decode : "?");
     if (l > 0 && l < n) out[l - 1] = 0;
 }
 
@@ -115,7 +117,7 @@ int plot_write_svg(const bench_report *r, const char *path) {
     for (int panel = 0; panel < 2; panel++) {
         const double y0 = top + panel * (ph + 90) + 20, ymax = panel ? ymax2 : ymax1;
         fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">%s</text>\n", left, y0 - 6,
-                panel ? "Time per frame by phase (median ms per frame; black line: wall time per frame; decode overlaps generation)"
+                panel ? "Time per frame by phase (median ms per frame; black line: wall time per frame; a worker's decode overlaps generation)"
                       : "RTF per case (bar: median, whisker: p95, open dot: cold run; lower is better)");
         for (int t = 0; t <= 5; t++) { /* grid and y labels */
             const double v = ymax * t / 5, y = y0 + ph - ph * t / 5;
@@ -172,7 +174,7 @@ int plot_write_svg(const bench_report *r, const char *path) {
                             labels[rec_cfg[i]], phase_name[p], v[p]);
                     acc += h;
                 }
-                /* wall time per frame: the phases overlap (decode runs in a worker),
+                /* wall time per frame: the phases overlap with decode in a worker,
                  * and the ICL clone case also primes the codec with the reference */
                 const double wall = record_summary(rec, m_wall).median / (fr > 0 ? fr : 1);
                 if (wall > 0 && wall <= ymax) {

@@ -314,7 +314,8 @@ int quality_run(const char *dir, const char *const *weights, int n_weights, cons
             qtts_voice_save_memory(ref_vi, &vi, &nvi, err, sizeof err);
     }
     ref_out *R = calloc((size_t)(n_cases > 0 ? n_cases : 1), sizeof *R);
-    bench_config cfg = {dir, 0, o->ref_weights, o->n_threads, 1, 4, QTTS_TEXT_MODE_DEFAULT, "default"};
+    bench_config cfg = {dir, 0, o->ref_weights, o->n_threads, 1, 4, QTTS_TEXT_MODE_DEFAULT, "default",
+                        BENCH_DECODE_INLINE};
     for (int ci = 0; ci < n_cases && R; ci++) {
         const bench_case *c = cases[ci];
         if (c->clone && !base) {

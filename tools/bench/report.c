@@ -29,6 +29,7 @@ const metric_desc bench_metrics[] = {
     M("decode_ms_per_frame", "decode ms/f", decode_ms_f, 1, "%.1f"),
     M("decode_ms", "decode ms", decode_ms, 1, "%.0f"),
     M("peak_rss_mib", "peak RSS MiB", peak_rss_mib, 1, "%.0f"),
+    M("rss_over_weights", "RSS/weights", rss_over_weights, 1, "%.2f"),
     M("gbps", "GB/s", gbps, 0, "%.1f"),
     M("roofline", "roofline", roofline, 0, "%.2f"),
     M("mhz_mean", "MHz", mhz_mean, -1, "%.0f"),
@@ -78,12 +79,22 @@ static const char *definitions =
     "TTFA = time from the call to the first non-empty PCM chunk, given with the chunk size F/C in frames "
     "(first chunk F, then C; 1 frame = 80 ms). Cadence = median gap between chunks; an underrun is a gap longer "
     "than the audio of the chunk before it; viability = share of chunks delivered before a player started at the "
-    "first chunk needs them. Phases (library stats): prefill ms; talker, code predictor (CP) and codec decode ms "
-    "per frame (decode runs in a worker thread, overlapping generation). GB/s = talker + code-predictor weight "
-    "bytes read per frame / (talker + CP time per frame); roofline = GB/s / read bandwidth measured in the same "
-    "run (1.0 = the bandwidth floor). Peak RSS = VmHWM of the process, reset before each run (includes the "
-    "memory-mapped weights). Each figure is the median [p95] of the measured runs (min/max in JSON and CSV); the "
-    "cold run (the first run after loading a configuration: page-in, allocator growth) is on its own line.";
+    "first chunk needs them. Decode = where the codec decoder runs: inline (qtts_audio_params.overlap = 0, the "
+    "library default) decodes each chunk on the calling thread between frames, on all of the model's threads, "
+    "while generation waits; worker (overlap = 1) decodes in the context's worker thread, on half of the "
+    "threads, while later frames are generated, so the phases add up to more than the wall time; none calls "
+    "qtts_generate_codes with the same generation parameters and makes no audio (generation alone): its RTF = "
+    "wall / (frames x 0.08 s), and its TTFA, cadence and decode columns are empty. Phases (library stats): "
+    "prefill ms; talker, code predictor (CP) and codec decode ms per frame. GB/s = talker + code-predictor "
+    "weight bytes read per frame / (talker + CP time per frame), on the none rows with nothing else running; "
+    "roofline = GB/s / read bandwidth measured in the same run with the widest vector loads the CPU has (1.0 = "
+    "the bandwidth floor). Peak RSS = VmHWM of the process, reset before each run (includes the resident "
+    "memory-mapped weights). RSS/weights = peak RSS bytes / weights in use (qtts_model_info.weight_bytes_in_use: "
+    "the weights synthesis reads, each counted once in its in-memory format, codec decoder included, text "
+    "embedding table not); near 1 means the process holds little beyond the weights it needs. The reset lowers "
+    "the peak to the current RSS, so weights that earlier runs made resident count on every row, none rows "
+    "included. Each figure is the median [p95] of the measured runs (min/max in JSON and CSV); the cold run (the "
+    "first run after loading a configuration: page-in, allocator growth) is on its own line.";
 
 static const char *frames_text(const bench_report *r, char *buf, size_t n) {
     if (r->frames_mode > 0) snprintf(buf, n, "forced to %d per case, EOS ignored", r->frames_mode);
@@ -125,10 +136,28 @@ static const char *md_cols[] = {"rtf",
                                 "predictor_ms_per_frame",
                                 "decode_ms_per_frame",
                                 "peak_rss_mib",
+                                "rss_over_weights",
                                 "gbps",
                                 "roofline",
                                 "mhz_mean"};
 #define N_MD_COLS ((int)(sizeof md_cols / sizeof md_cols[0]))
+
+/* "weights in use" machine line: one entry per distinct model and format */
+static void write_md_weights(const bench_report *r, FILE *f) {
+    int n = 0;
+    for (int i = 0; i < r->n_rec; i++) {
+        const bench_record *rec = &r->rec[i];
+        if (rec->weights_in_use <= 0) continue;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = r->rec[j].weights_in_use > 0 && strcmp(r->rec[j].model, rec->model) == 0 &&
+                   strcmp(r->rec[j].weights, rec->weights) == 0;
+        if (seen) continue;
+        fprintf(f, "%s %s %s: %.0f MiB", n++ ? ";" : "| weights in use |", rec->model_name, rec->weights,
+                rec->weights_in_use / 1048576.0);
+    }
+    if (n) fprintf(f, " (read by synthesis, codec decoder included; the RSS/weights denominator) |\n");
+}
 
 static void write_md(const bench_report *r, FILE *f) {
     const sys_info *s = &r->sys;
@@ -141,9 +170,11 @@ static void write_md(const bench_report *r, FILE *f) {
     for (int i = 0; i < r->n_bw; i++)
         fprintf(f, "%s %.1f GB/s with %d thread%s", i ? ";" : "", r->bw_gbps[i], r->bw_threads[i],
                 r->bw_threads[i] == 1 ? "" : "s");
-    fprintf(f, " (%.0f MiB buffer, best of 5) |\n", r->bw_buffer_mib);
+    fprintf(f, " (%.0f MiB buffer, %s, best of 5) |\n", r->bw_buffer_mib,
+            r->bw_method[0] ? r->bw_method : "read loop not recorded");
     fprintf(f, "| build | %s; %s; flags: %s |\n", s->commit, s->compiler, s->cflags);
     fprintf(f, "| system | %s, %s; load average at start %s |\n", s->kernel, s->date, s->loadavg);
+    write_md_weights(r, f);
     fprintf(f, "| frames | %s |\n", frames_text(r, fb, sizeof fb));
     fprintf(f, "| runs | 1 cold + %d measured per case and configuration; %s decoding, seed %llu |\n", r->reps,
             r->greedy ? "greedy" : "sampled", (unsigned long long)r->seed);
@@ -155,19 +186,20 @@ static void write_md(const bench_report *r, FILE *f) {
                    "their audio is noise.\n");
     if (r->reps < 5) fprintf(f, "\n**Fewer than 5 measured runs: not a benchmark result.**\n");
     if (r->n_rec) {
-        fprintf(f, "\n## Speed\n\n| model | weights | ISA | thr | chunk | mode | case | frames | run | RTF min-max |");
+        fprintf(f, "\n## Speed\n\n| model | weights | ISA | thr | chunk | mode | decode | case | frames | run | "
+                   "RTF min-max |");
         for (int c = 0; c < N_MD_COLS; c++) fprintf(f, " %s |", bench_metric(md_cols[c])->label);
-        fprintf(f, "\n|---|---|---|---|---|---|---|---|---|---|");
+        fprintf(f, "\n|---|---|---|---|---|---|---|---|---|---|---|");
         for (int c = 0; c < N_MD_COLS; c++) fprintf(f, "---|");
         fprintf(f, "\n");
     }
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
         char head[512];
-        snprintf(head, sizeof head, "| %s%s (%s %s) | %s (%s) | %s | %d | %d/%d | %s | %s |", rec->model_name,
+        snprintf(head, sizeof head, "| %s%s (%s %s) | %s (%s) | %s | %d | %d/%d | %s | %s | %s |", rec->model_name,
                  rec->synthetic ? " *synthetic*" : "", rec->size_name, rec->type_name, rec->weights,
                  rec->weight_dtype, rec->kernels, rec->n_threads, rec->first_chunk, rec->chunk, rec->mode,
-                 rec->case_name);
+                 rec->decode[0] ? rec->decode : "-", rec->case_name);
         if (rec->error[0] && rec->n_runs == 0) {
             fprintf(f, "%s - | - | %s |", head, rec->error);
             for (int c = 1; c < N_MD_COLS + 1; c++) fputs(" |", f);
@@ -262,6 +294,7 @@ static json_t *report_json(const bench_report *r) {
         json_array_append_new(bw, json_pack("{s:i, s:f}", "threads", r->bw_threads[i], "gbps", r->bw_gbps[i]));
     json_object_set_new(mach, "read_bandwidth", bw);
     json_object_set_new(mach, "bandwidth_buffer_mib", json_real(r->bw_buffer_mib));
+    json_object_set_new(mach, "bandwidth_method", json_string(r->bw_method));
     json_object_set_new(mach, "loadavg_at_start", json_string(s->loadavg));
     json_object_set_new(root, "machine", mach);
     char fb[128];
@@ -285,6 +318,7 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "first_chunk_frames", json_integer(rec->first_chunk));
         json_object_set_new(o, "chunk_frames", json_integer(rec->chunk));
         json_object_set_new(o, "mode", json_string(rec->mode));
+        json_object_set_new(o, "decode", json_string(rec->decode));
         json_object_set_new(o, "case", json_string(rec->case_name));
         json_object_set_new(o, "length", json_string(rec->length));
         json_object_set_new(o, "language", json_string(rec->language));
@@ -294,6 +328,10 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "predictor_bytes_per_frame", json_integer(rec->predictor_bytes));
         json_object_set_new(o, "codec_bytes", json_integer(rec->codec_bytes));
         json_object_set_new(o, "n_params", json_integer(rec->n_params));
+        json_object_set_new(o, "weights_in_use_mib",
+                            rec->weights_in_use > 0 ? json_real(rec->weights_in_use / 1048576.0) : json_null());
+        json_object_set_new(o, "weights_in_use_bytes",
+                            rec->weights_in_use > 0 ? json_integer(rec->weights_in_use) : json_null());
         json_object_set_new(o, "load_ms", jnum(rec->load_ms));
         json_object_set_new(o, "voice_xvector_ms", jnum(rec->voice_ms));
         json_object_set_new(o, "voice_icl_ms", jnum(rec->voice_icl_ms));
@@ -362,8 +400,8 @@ static void csv_num(FILE *f, double v) {
 }
 
 static void write_csv(const bench_report *r, FILE *f) {
-    fputs("model,size,type,synthetic,weights,weight_dtype,isa,threads,first_chunk,chunk,mode,case,language,"
-          "frames_forced,run,n_runs,cpu,commit,read_bw_gbps",
+    fputs("model,size,type,synthetic,weights,weight_dtype,isa,threads,first_chunk,chunk,mode,decode,case,language,"
+          "frames_forced,run,n_runs,cpu,commit,read_bw_gbps,weights_in_use_mib",
           f);
     for (int m = 0; m < bench_n_metrics; m++)
         fprintf(f, ",%s_median,%s_p95,%s_min,%s_max", bench_metrics[m].key, bench_metrics[m].key,
@@ -374,14 +412,15 @@ static void write_csv(const bench_report *r, FILE *f) {
         if (rec->n_runs == 0) continue; /* failed or skipped: in the markdown and JSON with the reason */
         for (int kind = rec->cold.n_frames > 0 ? 0 : 1; kind < 2; kind++) {
             csv_str(f, rec->model_name);
-            fprintf(f, ",%s,%s,%d,%s,%s,%s,%d,%d,%d,%s,%s,%s,%d,%s,%d,", rec->size_name, rec->type_name,
+            fprintf(f, ",%s,%s,%d,%s,%s,%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%d,", rec->size_name, rec->type_name,
                     rec->synthetic, rec->weights, rec->weight_dtype, rec->kernels, rec->n_threads, rec->first_chunk,
-                    rec->chunk, rec->mode, rec->case_name, rec->language, rec->frames_forced,
+                    rec->chunk, rec->mode, rec->decode, rec->case_name, rec->language, rec->frames_forced,
                     kind == 0 ? "cold" : "measured", kind == 0 ? 1 : rec->n_runs);
             csv_str(f, r->sys.cpu_model);
             fputc(',', f);
             csv_str(f, r->sys.commit);
             csv_num(f, rec->bw_gbps);
+            csv_num(f, rec->weights_in_use > 0 ? rec->weights_in_use / 1048576.0 : NAN);
             for (int m = 0; m < bench_n_metrics; m++) {
                 if (kind == 0) {
                     const double v = metric_get(&rec->cold, &bench_metrics[m]);
@@ -452,6 +491,9 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(mach, "cpu", r->sys.cpu_model, sizeof r->sys.cpu_model);
         jstr(mach, "commit", r->sys.commit, sizeof r->sys.commit);
         jstr(mach, "date", r->sys.date, sizeof r->sys.date);
+        jstr(mach, "bandwidth_method", r->bw_method, sizeof r->bw_method);
+        const double mib = jget(mach, "bandwidth_buffer_mib");
+        r->bw_buffer_mib = isnan(mib) ? 0 : mib;
     }
     json_t *run = json_object_get(root, "run");
     if (run) {
@@ -483,6 +525,7 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(o, "weight_dtype", rec->weight_dtype, sizeof rec->weight_dtype);
         jstr(o, "isa", rec->kernels, sizeof rec->kernels);
         jstr(o, "mode", rec->mode, sizeof rec->mode);
+        jstr(o, "decode", rec->decode, sizeof rec->decode);
         jstr(o, "case", rec->case_name, sizeof rec->case_name);
         jstr(o, "length", rec->length, sizeof rec->length);
         jstr(o, "language", rec->language, sizeof rec->language);
@@ -492,6 +535,8 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         rec->first_chunk = (int)jget(o, "first_chunk_frames");
         rec->chunk = (int)jget(o, "chunk_frames");
         rec->frames_forced = (int)jget(o, "frames_forced");
+        const double wiu = jget(o, "weights_in_use_bytes"), wiu_mib = jget(o, "weights_in_use_mib");
+        rec->weights_in_use = !isnan(wiu) ? (int64_t)wiu : !isnan(wiu_mib) ? (int64_t)llround(wiu_mib * 1048576.0) : 0;
         json_t *cold = json_object_get(o, "cold");
         if (json_is_object(cold)) metrics_from_json(cold, &rec->cold);
         json_t *runs = json_object_get(o, "runs");

@@ -1,17 +1,38 @@
 /* One measured synthesis: qtts_synthesize on one case with one
  * configuration, timed from the caller's side (wall clock around the call,
  * a timestamp per PCM chunk in the audio callback) and from the library's
- * side (qtts_context_get_stats: per-phase times). Dataflow: case + config ->
- * qtts_gen_params / qtts_audio_params -> chunk timestamps + stats ->
- * run_metrics (RTF, TTFA, cadence, underruns, phases, RSS, GB/s, MHz). */
+ * side (qtts_context_get_stats: per-phase times). The decode placement picks
+ * qtts_audio_params.overlap (inline 0, worker 1), or with none calls
+ * qtts_generate_codes with the same generation parameters and makes no audio.
+ * Dataflow: case + config -> qtts_gen_params / qtts_audio_params -> chunk
+ * timestamps + stats -> run_metrics (RTF, TTFA, cadence, underruns, phases,
+ * RSS, GB/s, MHz). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 
+static const char *const decode_names[] = {"inline", "worker", "none"};
+
+int bench_parse_decode(const char *s, bench_decode *d) {
+    for (int i = 0; i < (int)(sizeof decode_names / sizeof decode_names[0]); i++)
+        if (strcmp(s, decode_names[i]) == 0) {
+            *d = (bench_decode)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *bench_decode_name(bench_decode d) {
+    return d >= 0 && d < (int)(sizeof decode_names / sizeof decode_names[0]) ? decode_names[d] : "?";
+}
+
 typedef struct chunk_log {
     double t0;
+    pthread_t caller;             /* the thread that called qtts_synthesize */
+    int off_thread;               /* chunks delivered on another thread */
     double t[RUN_MAX_CHUNKS];     /* arrival, ms since the call */
     size_t n[RUN_MAX_CHUNKS];     /* samples */
     int count;
@@ -29,6 +50,7 @@ typedef struct chunk_log {
 static int on_audio(const float *pcm, size_t n, void *user) {
     chunk_log *l = user;
     const double t = bench_now_ms() - l->t0;
+    if (!pthread_equal(pthread_self(), l->caller)) l->off_thread++;
     if (l->count < RUN_MAX_CHUNKS) {
         l->t[l->count] = t;
         l->n[l->count] = n;
@@ -119,6 +141,7 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     qtts_audio_params ap = qtts_audio_default_params();
     ap.first_chunk_frames = cfg->first_chunk;
     ap.chunk_frames = cfg->chunk;
+    ap.overlap = cfg->decode == BENCH_DECODE_WORKER;
     ap.split_text = 0; /* one piece: the forced frame count is the whole utterance */
     ap.on_frame = on_frame;
     chunk_log *log = calloc(1, sizeof *log);
@@ -129,10 +152,14 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     log->keep = rq->keep_audio;
     log->keep_codes = rq->keep_codes;
     ap.frame_user = log;
+    log->caller = pthread_self();
+    const int no_audio = cfg->decode == BENCH_DECODE_NONE;
+    int n_gen = 0;
     rss_reset_peak();
     mhz_sampler *mz = mhz_start(100);
     log->t0 = bench_now_ms();
-    st = qtts_synthesize(ctx, &gp, &ap, on_audio, log, NULL, NULL);
+    if (no_audio) st = qtts_generate_codes(ctx, &gp, on_frame, log, NULL, &n_gen);
+    else st = qtts_synthesize(ctx, &gp, &ap, on_audio, log, NULL, NULL);
     const double t1 = bench_now_ms();
     mhz_stop(mz, &m->mhz_mean, &m->mhz_min, &m->mhz_max);
     m->peak_rss_mib = rss_peak_mib();
@@ -146,13 +173,15 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     size_t total = 0;
     for (int i = 0; i < log->count; i++) total += log->n[i];
     m->wall_ms = t1 - log->t0;
-    m->audio_s = total / 24000.0;
+    /* no audio: the audio the frames stand for, 80 ms each */
+    m->audio_s = no_audio ? s.n_frames * 0.08 : total / 24000.0;
     m->rtf = m->audio_s > 0 ? m->wall_ms / 1000.0 / m->audio_s : NAN;
     m->rtfx = m->rtf > 0 ? 1.0 / m->rtf : NAN;
-    m->n_chunks = log->count;
+    m->n_chunks = no_audio ? NAN : log->count;
     m->audio_rms = total ? sqrt(log->sumsq / (double)total) : NAN;
     m->audio_peak = total ? log->peak : NAN;
-    m->nonfinite = (double)log->nonfinite;
+    m->nonfinite = no_audio ? NAN : (double)log->nonfinite;
+    out->chunks_off_thread = log->off_thread;
     m->ttfa_ms = log->count ? log->t[0] : NAN;
     /* cadence and streaming viability: a player starts at the first chunk and
      * plays continuously; a chunk arriving after the audio before it has run
@@ -174,15 +203,20 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     free(gaps);
     m->cadence_ms = gs.median;
     m->cadence_max_ms = gmax;
-    m->underruns = under;
+    m->underruns = no_audio ? NAN : under;
     m->viability = log->count ? (double)on_time / log->count : NAN;
     m->n_frames = s.n_frames;
     const double nf = s.n_frames > 0 ? s.n_frames : NAN;
     m->prefill_ms = s.prefill_ms;
     m->talker_ms_f = s.talker_ms / nf;
     m->predictor_ms_f = s.predictor_ms / nf;
-    m->decode_ms = s.decode_ms;
-    m->decode_ms_f = s.decode_ms / nf;
+    m->decode_ms = no_audio ? NAN : s.decode_ms;
+    m->decode_ms_f = no_audio ? NAN : s.decode_ms / nf;
+    m->rss_over_weights = info.weight_bytes_in_use > 0 && m->peak_rss_mib > 0
+                              ? m->peak_rss_mib * 1048576.0 / (double)info.weight_bytes_in_use
+                              : NAN;
+    /* the same per-frame formula for every placement; with none nothing else
+     * runs, so it is the bandwidth of generation alone */
     const double lm_s = (s.talker_ms + s.predictor_ms) / 1000.0;
     m->gbps = lm_s > 0 ? (double)(info.talker_bytes + info.predictor_bytes) * s.n_frames / lm_s / 1e9 : NAN;
     m->roofline = bw_gbps > 0 ? m->gbps / bw_gbps : NAN;

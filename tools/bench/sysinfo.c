@@ -1,8 +1,7 @@
 /* What machine and build a measurement came from, and the machine-side
  * measurements: CPU model and count, MHz sampled from /proc/cpuinfo by a
  * thread during each run, peak RSS (VmHWM, reset per run through
- * /proc/self/clear_refs), and the read bandwidth of memory measured in the
- * same process (the floor of a bandwidth-bound decode step). */
+ * /proc/self/clear_refs). The read bandwidth probe is in bandwidth.c. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,104 +246,4 @@ double rss_peak_mib(void) {
 double rss_now_mib(void) {
     const double kb = status_kb("VmRSS");
     return kb < 0 ? -1 : kb / 1024.0;
-}
-
-/* ---------------------------------------------------------------- bandwidth */
-
-typedef struct bw_job {
-    const uint64_t *p;
-    size_t n;
-    uint64_t sum;
-    pthread_barrier_t *bar;
-    double t_end;
-} bw_job;
-
-static uint64_t read_sum(const uint64_t *p, size_t n) {
-    uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        a0 += p[i], a1 += p[i + 1], a2 += p[i + 2], a3 += p[i + 3];
-        a4 += p[i + 4], a5 += p[i + 5], a6 += p[i + 6], a7 += p[i + 7];
-    }
-    for (; i < n; i++) a0 += p[i];
-    return a0 ^ a1 ^ a2 ^ a3 ^ a4 ^ a5 ^ a6 ^ a7;
-}
-
-static void *bw_main(void *arg) {
-    bw_job *j = arg;
-    pthread_barrier_wait(j->bar);
-    j->sum = read_sum(j->p, j->n);
-    j->t_end = bench_now_ms();
-    return NULL;
-}
-
-double measure_read_bandwidth(size_t buf_bytes, int n_threads, int reps) {
-    if (n_threads < 1) n_threads = 1;
-    if (n_threads > 256) n_threads = 256;
-    const size_t n = buf_bytes / 8;
-    uint64_t *buf = malloc(n * 8);
-    if (!buf) return 0;
-    for (size_t i = 0; i < n; i++) buf[i] = i * 0x9e3779b97f4a7c15ull; /* touch every page */
-    double best = 0;
-    volatile uint64_t sink = 0;
-    for (int r = 0; r < reps; r++) {
-        pthread_barrier_t bar;
-        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
-        bw_job jobs[256];
-        pthread_t th[256];
-        const size_t per = n / (size_t)n_threads;
-        int nt = 0;
-        for (int t = 0; t < n_threads; t++) {
-            jobs[t] = (bw_job){buf + per * (size_t)t, t == n_threads - 1 ? n - per * (size_t)t : per, 0, &bar, 0};
-            if (pthread_create(&th[t], NULL, bw_main, &jobs[t]) == 0) nt++;
-            else break;
-        }
-        if (nt < n_threads) { /* could not start every thread: no measurement */
-            for (int t = 0; t < nt; t++) pthread_cancel(th[t]);
-            pthread_barrier_destroy(&bar);
-            break;
-        }
-        const double t0 = bench_now_ms();
-        pthread_barrier_wait(&bar);
-        double t1 = t0;
-        for (int t = 0; t < nt; t++) {
-            pthread_join(th[t], NULL);
-            sink ^= jobs[t].sum;
-            if (jobs[t].t_end > t1) t1 = jobs[t].t_end;
-        }
-        pthread_barrier_destroy(&bar);
-        const double gbps = (double)(n * 8) / ((t1 - t0) * 1e6);
-        if (gbps > best) best = gbps;
-    }
-    (void)sink;
-    free(buf);
-    return best;
-}
-
-int cmd_bandwidth(int argc, char **argv) {
-    const char *threads = NULL;
-    double mib = 1024;
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) && i + 1 < argc) threads = argv[++i];
-        else if (strcmp(argv[i], "--bw-mib") == 0 && i + 1 < argc) mib = atof(argv[++i]);
-        else {
-            fprintf(stderr, "usage: qtts-bench bandwidth [-t LIST] [--bw-mib N]\n");
-            return 2;
-        }
-    }
-    char def[16];
-    snprintf(def, sizeof def, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-    char *list = strdup(threads ? threads : def);
-    if (!list) return 1;
-    sys_info s;
-    sys_collect(&s);
-    printf("CPU: %s (%d online)\n", s.cpu_model, s.n_cpus);
-    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        const int n = atoi(t);
-        if (n < 1) continue;
-        printf("read bandwidth, %d thread%s, %.0f MiB buffer: %.2f GB/s (best of 5)\n", n, n == 1 ? "" : "s", mib,
-               measure_read_bandwidth((size_t)(mib * 1048576.0), n, 5));
-    }
-    free(list);
-    return 0;
 }
