@@ -523,6 +523,40 @@ static void test_matmul_q8x16(void) {
         CHECK(name, bits_ok[t], "the %s kernel's bits differ from the scalar one", tables[t]->name);
     }
     CHECK("q8x16_row_ranges", split_ok, "bits depend on the row range");
+    /* every table's activation prep writes the scalar prep's bytes (zero blocks,
+     * ragged tails, a row with NaN and one with Inf included) */
+    static const int pcols[] = {1, 31, 33, 100, 300, 1024};
+    int prep_ok = 1;
+    for (size_t ci = 0; ci < sizeof pcols / sizeof pcols[0]; ci++) {
+        const int cols = pcols[ci], n = 5;
+        const qt_mat shape = {.dtype = DT_I8, .rows = 16, .cols = cols, .quant = QT_Q8_B32_X16};
+        float *X = malloc(sizeof(float) * n * cols);
+        fill(X, (size_t)n * cols, 2.0f);
+        for (int j = 0; j < cols && j < 40; j++) X[cols + j] = 0.0f; /* zero block(s) in row 1 */
+        X[2 * cols + cols / 2] = NAN;
+        X[3 * cols] = INFINITY;
+        const size_t sz = q8_prep_size(&shape, n);
+        unsigned char *pr = aligned_alloc(64, (sz + 63) & ~(size_t)63), *pt = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+        for (int t = 0; t < n_tables; t++) {
+            /* the X16 prep of every table; the row-major int8 prep of the AVX-512
+             * tables (whose vpdpbusd offsets sit in lane pairs) */
+            for (int f = 0; f < 2; f++) {
+                const int avx512 = !strcmp(tables[t]->name, "avx512"); /* with VNNI */
+                if (f == 1 && !(avx512 && tables[t]->prep[OPS_WF_Q8])) continue;
+                qt_mat sh = shape;
+                sh.quant = f ? QT_Q8_B32 : QT_Q8_B32_X16;
+                memset(pr, 0, sz);
+                memset(pt, 0, sz);
+                q8_prep_ex(&sh, X, n, pr, 1, f ? Q8_OFF_PAIRS_128 : Q8_OFF_BLOCK_128);
+                tables[t]->prep[f ? OPS_WF_Q8 : OPS_WF_Q8X16](&sh, X, n, pt);
+                prep_ok &= memcmp(pr, pt, sz) == 0;
+            }
+        }
+        free(pr);
+        free(pt);
+        free(X);
+    }
+    CHECK("q8x16_prep_bytes", prep_ok, "an activation prep differs from the scalar one");
     CHECK("q8x16_two_threads", pool_ok, "bits depend on the thread count");
     /* only row-major int8 can be regrouped */
     fmat w;

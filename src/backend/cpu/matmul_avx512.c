@@ -340,8 +340,61 @@ AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bia
     }
 }
 
+/* q8_prep_ex for column order (group 1), vectorised: the same float
+ * operations per value (|x| max, x * (127 / max), round to nearest even,
+ * clamp), so the same bytes; a row holding Inf or NaN goes to q8_prep_ex. */
+static void prep_q8_rows_avx512(const qt_mat *W, const float *X, int n, void *buf, int off_mode) {
+    const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
+    const size_t rbytes = q8_prep_row_bytes(cols);
+    const __m512 lim = _mm512_set1_ps(127.0f), nlim = _mm512_set1_ps(-127.0f);
+    for (int i = 0; i < n; i++) {
+        const float *x = X + (size_t)i * cols;
+        __mmask16 bad = 0;
+        for (int j = 0; j < cols; j += 16) {
+            const __mmask16 m = cols - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - j)) - 1u);
+            bad |= _mm512_fpclass_ps_mask(_mm512_maskz_loadu_ps(m, x + j), 0x99); /* NaN, +-Inf */
+        }
+        if (bad) {
+            q8_prep_ex(W, x, 1, (unsigned char *)buf + rbytes * (size_t)i, 1, off_mode);
+            continue;
+        }
+        q8_rows r = q8_prep_row(buf, cols, i);
+        if (off_mode != Q8_OFF_NONE) memset(r.off, 0, (size_t)nb / 4 * 32 * sizeof(int32_t));
+        for (int b = 0; b < nb; b++) {
+            const int j0 = b * QT_BLOCK, left = cols - j0;
+            const __mmask16 m0 = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1u);
+            const __mmask16 m1 = left >= 32 ? (__mmask16)0xffff : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+            const __m512 v0 = _mm512_maskz_loadu_ps(m0, x + j0), v1 = _mm512_maskz_loadu_ps(m1, x + j0 + 16);
+            const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            int isum = 0;
+            float dx = 0.0f;
+            if (amax == 0.0f) {
+                memset(r.xq + j0, 0, QT_BLOCK);
+            } else {
+                dx = amax / 127.0f;
+                const __m512 inv = _mm512_set1_ps(127.0f / amax);
+                const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+                const __m512i q0 = _mm512_cvttps_epi32(
+                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v0, inv), rn), nlim), lim));
+                const __m512i q1 = _mm512_cvttps_epi32(
+                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v1, inv), rn), nlim), lim));
+                _mm_storeu_si128((__m128i *)(r.xq + j0), _mm512_cvtepi32_epi8(q0));
+                _mm_storeu_si128((__m128i *)(r.xq + j0 + 16), _mm512_cvtepi32_epi8(q1));
+                isum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            }
+            r.dx[b] = dx;
+            r.fsum[b] = dx * (float)isum;
+            if (off_mode == Q8_OFF_PAIRS_128) r.off[(b / 4) * 32 + (b & 2) * 8 + (b & 1) * 8] = -128 * isum;
+            else if (off_mode == Q8_OFF_BLOCK_128) r.off[b] = -128 * isum;
+        }
+    }
+}
+
 static void prep_q8_avx512(const qt_mat *W, const float *X, int n, void *buf) {
-    q8_prep_ex(W, X, n, buf, 1, Q8_OFF_PAIRS_128);
+    prep_q8_rows_avx512(W, X, n, buf, Q8_OFF_PAIRS_128);
+}
+static void prep_q8x16_avx512(const qt_mat *W, const float *X, int n, void *buf) {
+    prep_q8_rows_avx512(W, X, n, buf, Q8_OFF_BLOCK_128);
 }
 static void prep_q4_avx512(const qt_mat *W, const float *X, int n, void *buf) {
     q8_prep_ex(W, X, n, buf, 4, Q8_OFF_QUADS_8);
@@ -470,7 +523,7 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
         k->prep[OPS_WF_Q4M] = prep_q4m_avx512;
         for (int f = OPS_WF_Q8; f <= OPS_WF_Q4M; f++) k->prep_size[f] = q8_prep_size;
         k->mm[OPS_WF_Q8X16] = mm_q8x16_avx512;
-        k->prep[OPS_WF_Q8X16] = q8x16_prep;
+        k->prep[OPS_WF_Q8X16] = prep_q8x16_avx512;
         k->prep_size[OPS_WF_Q8X16] = q8_prep_size;
         k->prefer_q8x16 = 1;
     }
