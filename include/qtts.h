@@ -258,7 +258,8 @@ typedef struct qtts_stats {
     int n_prompt;            /* talker prompt positions (last piece) */
     int n_frames;            /* frames generated */
     double prefill_ms;       /* prompt building + talker prefill */
-    double talker_ms;        /* talker steps incl. codec_head and sampling */
+    double talker_ms;        /* talker steps incl. codec_head and sampling (not the time
+                                spent in on_frame callbacks, e.g. inline decoding) */
     double predictor_ms;     /* code predictor (15 codebooks per frame) */
     double decode_ms;        /* codec decoder */
     double first_audio_ms;   /* from the call to the first PCM chunk (qtts_synthesize) */

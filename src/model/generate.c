@@ -518,6 +518,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
     if (n_go) cp_predict(&m->ops, &m->cp, &ss->cp, jobs, n_go);
     const double t2 = now_ms();
     /* D. deliver the frames */
+    double t_cb = 0; /* in on_frame callbacks */
     int rows_n = 0;
     tf_row rows[CP_MAX_STREAMS];
     int idx[CP_MAX_STREAMS];
@@ -544,7 +545,10 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
             memcpy(g->codes + (size_t)g->n_out * G, fr, sizeof(int32_t) * G);
         }
         g->n_out++;
-        if (g->on_frame && g->on_frame(fr, g->n_out - 1, g->user)) {
+        const double tc = now_ms();
+        const int stop = g->on_frame && g->on_frame(fr, g->n_out - 1, g->user);
+        t_cb += now_ms() - tc; /* the caller's time (e.g. decoding between frames), not the talker's */
+        if (stop) {
             err_set(&g->err, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", g->n_out);
             c->stop_reason = QTTS_STOP_CANCELLED;
             finish(c, QTTS_ERR_CANCELLED);
@@ -588,7 +592,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
     }
     const double t3 = now_ms();
     for (int i = 0; i < n; i++) { /* each stream waited for the whole step */
-        cs[i]->stats.talker_ms += (t1 - t0) + (t3 - t2);
+        cs[i]->stats.talker_ms += (t1 - t0) + (t3 - t2) - t_cb;
         cs[i]->stats.predictor_ms += t2 - t1;
     }
 }

@@ -152,7 +152,7 @@ qtts_status tf_scratch_init(tf_scratch *s, const tf_config *cfg, int max_rows, i
     s->h1 = malloc(sizeof(float) * r * cfg->inter);
     s->h2 = malloc(sizeof(float) * r * cfg->inter);
     s->tmp = malloc(sizeof(float) * r * cfg->hidden);
-    s->scores = malloc(sizeof(float) * (max_pos > 0 ? max_pos : 1));
+    s->scores = malloc(sizeof(float) * TF_ATTN_TASKS * (size_t)(max_pos > 0 ? max_pos : 1));
     if (!s->xn || !s->q || !s->kv || !s->att || !s->h1 || !s->h2 || !s->tmp || !s->scores) {
         tf_scratch_free(s);
         return err_set(e, QTTS_ERR_NOMEM, "out of memory for transformer scratch (%d rows)", max_rows);
@@ -171,6 +171,33 @@ void tf_scratch_free(tf_scratch *s) {
     free(s->tmp);
     free(s->scores);
     memset(s, 0, sizeof *s);
+}
+
+/* Attention of layer l: (row, head) pairs split into tasks on the pool; each
+ * pair is one ops_attn_head over its own cache, so the split changes no bit. */
+typedef struct attn_job {
+    const ops_ctx *ops;
+    const tf_row *rows;
+    const float *q;
+    float *att, *scores;
+    size_t scores_stride;
+    int l, n, nh, hd, kvd, group;
+    float scale;
+} attn_job;
+
+static void attn_task(void *arg, int t, int n_tasks) {
+    const attn_job *j = arg;
+    const int total = j->n * j->nh, per = (total + n_tasks - 1) / n_tasks;
+    const int a = t * per, b = a + per < total ? a + per : total;
+    float *sc = j->scores + (size_t)t * j->scores_stride;
+    const int qd = j->nh * j->hd;
+    for (int u = a; u < b; u++) {
+        const int i = u / j->nh, h = u % j->nh, kh = h / j->group;
+        const kv_cache *kc = j->rows[i].cache;
+        const size_t base = (size_t)j->l * kc->cap * j->kvd + (size_t)kh * j->hd;
+        ops_attn_head(j->ops, j->q + (size_t)i * qd + (size_t)h * j->hd, kc->k + base, kc->v + base, (size_t)j->kvd,
+                      j->rows[i].pos + 1, j->hd, j->scale, sc, j->att + (size_t)i * qd + (size_t)h * j->hd);
+    }
 }
 
 void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf_row *rows, float *x, int n,
@@ -204,28 +231,12 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
             memcpy(kc->v + off, v_new + (size_t)i * kvd, sizeof(float) * kvd);
         }
         /* attention: row i attends to its cache positions 0..pos */
-        for (int i = 0; i < n; i++) {
-            const kv_cache *kc = rows[i].cache;
-            const int np = rows[i].pos + 1;
-            const float *K = kc->k + (size_t)l * kc->cap * kvd, *V = kc->v + (size_t)l * kc->cap * kvd;
-            for (int h = 0; h < nh; h++) {
-                const float *q = s->q + (size_t)i * qd + h * hd;
-                const int kh = h / group;
-                for (int j = 0; j < np; j++) {
-                    const float *kj = K + (size_t)j * kvd + kh * hd;
-                    float d = 0.0f;
-                    for (int t = 0; t < hd; t++) d += q[t] * kj[t];
-                    s->scores[j] = d * scale;
-                }
-                ops_softmax(s->scores, np);
-                float *o = s->att + (size_t)i * qd + h * hd;
-                for (int t = 0; t < hd; t++) o[t] = 0.0f;
-                for (int j = 0; j < np; j++) {
-                    const float p = s->scores[j];
-                    const float *vj = V + (size_t)j * kvd + kh * hd;
-                    for (int t = 0; t < hd; t++) o[t] += p * vj[t];
-                }
-            }
+        {
+            int tasks = ops->n_threads * 2;
+            if (tasks > TF_ATTN_TASKS) tasks = TF_ATTN_TASKS;
+            if (tasks > n * nh) tasks = n * nh;
+            attn_job job = {ops, rows, s->q, s->att, s->scores, (size_t)(s->max_pos > 0 ? s->max_pos : 1), l, n, nh, hd, kvd, group, scale};
+            ops_parallel(ops, attn_task, &job, tasks);
         }
         ops_matmul(ops, &L->wo, s->att, n, NULL, s->tmp);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];

@@ -55,8 +55,11 @@ typedef struct tf_scratch {
     float *h1;     /* [rows][inter] */
     float *h2;     /* [rows][inter] */
     float *tmp;    /* [rows][hidden] */
-    float *scores; /* [max_pos] */
+    float *scores; /* [TF_ATTN_TASKS][max_pos] */
 } tf_scratch;
+
+/* Attention runs as this many tasks at most (one scores row each). */
+#define TF_ATTN_TASKS 8
 
 typedef struct tf_row {
     kv_cache *cache;

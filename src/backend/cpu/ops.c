@@ -226,6 +226,16 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
 
 /* ------------------------------------------------------------ attention */
 
+void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), void *arg, int n_tasks) {
+    struct ops_rt *rt = c ? c->rt : NULL;
+    if (n_tasks > 1 && rt_acquire(rt)) {
+        threadpool_run(rt->pool, fn, arg, n_tasks);
+        rt_release(rt);
+        return;
+    }
+    for (int t = 0; t < n_tasks; t++) fn(arg, t, n_tasks);
+}
+
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out) {
     for (int j = 0; j < np; j++) scores[j] = c->k->dot(q, K + (size_t)j * kv_stride, hd) * scale;

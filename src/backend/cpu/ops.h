@@ -179,6 +179,11 @@ static inline void ops_axpy(const ops_ctx *c, float *y, float a, const float *x,
  * j < np, softmax (ops_softmax), out[hd] = sum_j p_j V[j], with the table's
  * dot/axpy (rows of K and V kv_stride floats apart; scores: scratch [np]).
  * Depends only on its own q, K, V, np: batching rows does not change it. */
+/* fn(arg, t, n_tasks) for t in [0, n_tasks) on the context's pool (the
+ * calling thread only when the pool is busy or absent). Tasks must not
+ * use the pool themselves. */
+void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), void *arg, int n_tasks);
+
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out);
 
