@@ -8,6 +8,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <sys/stat.h>
 
@@ -206,6 +209,11 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         goto fail;
     }
     if ((s = quantize_model(m, &e))) goto fail;
+#if defined(__GLIBC__)
+    /* quantising frees a row-major copy per matrix; give those heap holes back to
+     * the system (measured on 1.7B int8: 2.7 GB peak RSS -> 2.2 GB for 2.1 GB of weights) */
+    if (m->params.weights != QTTS_WEIGHTS_NATIVE || m->params.predictor_weights > QTTS_WEIGHTS_NATIVE) malloc_trim(0);
+#endif
     if ((s = load_tokenizer(m, &e))) goto fail;
     if (m->params.load_codec) {
         char sdir[4096];
