@@ -218,7 +218,9 @@ void codec_stream_restore(codec_stream *s, const codec_snapshot *snap) {
 
 const codec_decoder *codec_stream_decoder(const codec_stream *s) { return s->d; }
 
-void codec_stream_set_ops(codec_stream *s, const ops_ctx *ops) { s->ops = ops ? ops : &s->d->ops; }
+void codec_stream_set_ops(codec_stream *s, const ops_ctx *ops) {
+    if (s) s->ops = ops ? ops : &s->d->ops;
+}
 
 void codec_snapshot_free(codec_snapshot *snap) {
     if (!snap) return;
