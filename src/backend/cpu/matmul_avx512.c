@@ -343,6 +343,8 @@ AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bia
 /* q8_prep_ex for column order (group 1), vectorised: the same float
  * operations per value (|x| max, x * (127 / max), round to nearest even,
  * clamp), so the same bytes; a row holding Inf or NaN goes to q8_prep_ex. */
+#define QT_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) /* an immediate for clang */
+
 static void prep_q8_rows_avx512(const qt_mat *W, const float *X, int n, void *buf, int off_mode) {
     const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
     const size_t rbytes = q8_prep_row_bytes(cols);
@@ -373,11 +375,10 @@ static void prep_q8_rows_avx512(const qt_mat *W, const float *X, int n, void *bu
             } else {
                 dx = amax / 127.0f;
                 const __m512 inv = _mm512_set1_ps(127.0f / amax);
-                const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
                 const __m512i q0 = _mm512_cvttps_epi32(
-                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v0, inv), rn), nlim), lim));
+                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v0, inv), QT_RN), nlim), lim));
                 const __m512i q1 = _mm512_cvttps_epi32(
-                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v1, inv), rn), nlim), lim));
+                    _mm512_min_ps(_mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(v1, inv), QT_RN), nlim), lim));
                 _mm_storeu_si128((__m128i *)(r.xq + j0), _mm512_cvtepi32_epi8(q0));
                 _mm_storeu_si128((__m128i *)(r.xq + j0 + 16), _mm512_cvtepi32_epi8(q1));
                 isum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
