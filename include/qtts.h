@@ -235,6 +235,11 @@ typedef int (*qtts_frame_fn)(const int32_t *codes, int frame_index, void *user);
 
 typedef struct qtts_context_params {
     int n_ctx;  /* max talker positions (prompt + frames); 0 = model maximum; default 0 */
+    int decode_on_model_threads; /* 1 = qtts_context_audio_begin/_decode compute on the model's
+                                    threads (for a caller that decodes on the thread driving
+                                    generation, between steps); 0 = on the codec decoder's own,
+                                    smaller pool, safe beside generation. Same samples either
+                                    way. Default 0 */
 } qtts_context_params;
 
 qtts_context_params qtts_context_default_params(void);

@@ -188,7 +188,9 @@ qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *g
     err_clear(&e);
     qtts_gen_params v = *gp;
     if (gp->voice) voice_apply(gp->voice, &v);
+    if (ctx->params.decode_on_model_threads) codec_stream_set_ops(ctx->codec, &ctx->model->ops);
     qtts_status st = audio_prime(ctx, &v, gp->voice, NULL, &e);
+    codec_stream_set_ops(ctx->codec, NULL);
     snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
     return st;
 }
@@ -197,8 +199,10 @@ qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, i
     if (!ctx || (!codes && n_frames) || (!pcm && n_frames) || n_frames < 0) return QTTS_ERR_INVALID_ARG;
     qtts_error e;
     err_clear(&e);
+    if (ctx->params.decode_on_model_threads) codec_stream_set_ops(ctx->codec, &ctx->model->ops);
     qtts_status st = ctx->codec ? codec_stream_decode(ctx->codec, codes, n_frames, pcm, &e)
                                 : err_set(&e, QTTS_ERR_UNSUPPORTED, "the model was loaded without its codec decoder");
+    codec_stream_set_ops(ctx->codec, NULL);
     snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
     return st;
 }

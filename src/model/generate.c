@@ -11,6 +11,7 @@
 qtts_context_params qtts_context_default_params(void) {
     qtts_context_params p;
     p.n_ctx = 0;
+    p.decode_on_model_threads = 0;
     return p;
 }
 

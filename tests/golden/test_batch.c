@@ -52,7 +52,9 @@ static qtts_gen_params params(const qtts_model *m, const req *r) {
 int main(void) {
     char err[1024];
     qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/e2e_string"), NULL, err, sizeof err)) {
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = 2; /* the model's pool differs from the decoder's own (1 thread) */
+    if (qtts_model_load(&m, test_path("golden/data/e2e_string"), &mp, err, sizeof err)) {
         test_report("batch/load", 0, "%s", err);
         return test_finish();
     }
@@ -83,7 +85,9 @@ int main(void) {
     qtts_batch_new(m, 4, &b);
     qtts_gen_params gps[N_REQ];
     for (int i = 0; i < N_REQ; i++) {
-        qtts_context_new(m, NULL, &rs[i].ctx);
+        qtts_context_params cp = qtts_context_default_params();
+        cp.decode_on_model_threads = i % 2; /* same samples on the model's threads */
+        qtts_context_new(m, &cp, &rs[i].ctx);
         gps[i] = params(m, &rs[i]);
     }
     int order[] = {0, 1, 2, 4};

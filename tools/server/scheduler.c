@@ -634,6 +634,7 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
     }
     qtts_context_params cp = qtts_context_default_params();
     cp.n_ctx = p->n_ctx;
+    cp.decode_on_model_threads = p->decode_threads == 0; /* decoded on the engine thread between steps */
     for (int i = 0; !rc && i < p->n_slots; i++) {
         slot *sl = &s->slots[i];
         sl->s = s;
