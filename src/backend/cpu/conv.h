@@ -69,6 +69,28 @@ void ops_conv_transpose1d_packed_ctx(const ops_ctx *c, const float *x, int cin, 
      (size_t)((o) % OPS_TCONV_TILE))
 float *ops_conv_transpose1d_pack(const float *w, int cin, int cout, int k);
 
+/* Output phase p of a transposed conv (outputs t = q stride + p over the
+ * window [t0, t1)): M taps per output, the window's q range [qa, qb) and its
+ * interior [ia, ib), where all M input steps exist (the SIMD kernels' tiles;
+ * the q outside it are edges, computed point by point). */
+typedef struct ops_tr_phase {
+    int M, qa, qb, ia, ib;
+} ops_tr_phase;
+
+static inline ops_tr_phase ops_tr_phase_of(const ops_conv_args *a, int p) {
+    const int s = a->stride, k = a->k;
+    ops_tr_phase ph;
+    ph.M = p < k ? (k - 1 - p) / s + 1 : 0;
+    ph.qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
+    ph.qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
+    ph.ia = ph.M > 1 ? ph.M - 1 : 0;
+    ph.ib = a->t_in;
+    if (ph.ia < ph.qa) ph.ia = ph.qa;
+    if (ph.ib > ph.qb) ph.ib = ph.qb;
+    if (ph.M == 0 || ph.ia > ph.ib) ph.ia = ph.ib = ph.qb; /* no interior: all edges */
+    return ph;
+}
+
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel
  * table entries of ops_kernels_scalar). */
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);

@@ -141,10 +141,25 @@ static float tr_point(const ops_conv_args *a, int o, int t) {
         const int ci = g * cin_g + i;
         const float *xi = a->x + (size_t)ci * a->x_stride;
         const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
-        for (int j = j_lo; j <= j_hi; j++) acc = fmaf(xi[j], wi[t - j * s], acc);
+        for (int j = j_lo; j <= j_hi; j++) {
+            const int tap = t - j * s;
+            const float wv = a->wt ? a->wt[OPS_TCONV_AT(a->cin, k, ci, o, tap)] : wi[tap];
+            acc = fmaf(xi[j], wv, acc);
+        }
     }
     return acc + (a->bias ? a->bias[o] : 0.0f);
 }
+
+/* The edge outputs of phase p for output channels [o, o + n). */
+static void tr_edges(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph) {
+    const int s = a->stride;
+    for (int c = 0; c < n; c++) {
+        float *yo = a->y + (size_t)(o + c) * a->y_stride - a->t0;
+        for (int q = ph->qa; q < ph->ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+        for (int q = ph->ib; q < ph->qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+    }
+}
+
 
 AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, __m256i mlast,
                 float tmp[4][TVMAX * VL]) {
@@ -231,25 +246,11 @@ AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __m256i mlast, i
     default: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
     }
 
-/* tr_point over the packed weights: the same terms, same order. */
-static float trp_point(const ops_conv_args *a, int o, int t) {
-    const int k = a->k, s = a->stride, t_in = a->t_in, cin = a->cin;
-    int j_hi = t / s;
-    if (j_hi > t_in - 1) j_hi = t_in - 1;
-    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
-    float acc = 0.0f;
-    for (int i = 0; i < cin; i++) {
-        const float *xi = a->x + (size_t)i * a->x_stride;
-        for (int j = j_lo; j <= j_hi; j++) acc = fmaf(xi[j], a->wt[OPS_TCONV_AT(cin, k, i, o, t - j * s)], acc);
-    }
-    return acc + (a->bias ? a->bias[o] : 0.0f);
-}
-
 #define TRP_IB 64
 #define TRP_QB 64
 
 static void conv_transpose1d_packed_avx2(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, k = a->k, t_in = a->t_in, cin = a->cin;
+    const int s = a->stride, cin = a->cin;
     const size_t ys = (size_t)a->y_stride;
     _Alignas(32) float accs[TRP_QB * 2 * VL];
     for (int o = o0; o < o1;) {
@@ -259,18 +260,9 @@ static void conv_transpose1d_packed_avx2(const ops_conv_args *a, int o0, int o1)
         const int rem = end - o, OV = (rem + VL - 1) / VL;
         const __m256i m = lane_mask(rem - (OV - 1) * VL);
         for (int p = 0; p < s; p++) {
-            const int M = p < k ? (k - 1 - p) / s + 1 : 0;
-            const int qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
-            const int qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
-            int ia = M > 1 ? M - 1 : 0, ib = t_in;
-            if (ia < qa) ia = qa;
-            if (ib > qb) ib = qb;
-            if (M == 0 || ia > ib) ia = ib = qb;
-            for (int c = 0; c < rem; c++) {
-                float *yo = a->y + (size_t)(o + c) * ys - a->t0;
-                for (int q = qa; q < ia; q++) yo[q * s + p] = trp_point(a, o + c, q * s + p);
-                for (int q = ib; q < qb; q++) yo[q * s + p] = trp_point(a, o + c, q * s + p);
-            }
+            const ops_tr_phase ph = ops_tr_phase_of(a, p);
+            const int M = ph.M, ia = ph.ia, ib = ph.ib;
+            tr_edges(a, o, rem, p, &ph);
             for (int qq = ia; qq < ib; qq += TRP_QB) {
                 const int qe = ib - qq < TRP_QB ? ib : qq + TRP_QB;
                 for (int i0 = 0; i0 < cin; i0 += TRP_IB) {
@@ -298,24 +290,15 @@ static void conv_transpose1d_avx2(const ops_conv_args *a, int o0, int o1) {
         conv_transpose1d_packed_avx2(a, o0, o1);
         return;
     }
-    const int s = a->stride, k = a->k, t_in = a->t_in, cout_g = a->cout / a->groups;
+    const int s = a->stride, cout_g = a->cout / a->groups;
     const size_t ys = (size_t)a->y_stride;
     for (int o = o0; o < o1;) {
         const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
         const int CO = gend - o < 4 ? gend - o : 4;
         for (int p = 0; p < s; p++) {
-            const int M = p < k ? (k - 1 - p) / s + 1 : 0;
-            const int qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
-            const int qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
-            int ia = M > 1 ? M - 1 : 0, ib = t_in;
-            if (ia < qa) ia = qa;
-            if (ib > qb) ib = qb;
-            if (M == 0 || ia > ib) ia = ib = qb;
-            for (int c = 0; c < CO; c++) {
-                float *yo = a->y + (size_t)(o + c) * ys - a->t0;
-                for (int q = qa; q < ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-                for (int q = ib; q < qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-            }
+            const ops_tr_phase ph = ops_tr_phase_of(a, p);
+            const int M = ph.M, ia = ph.ia, ib = ph.ib;
+            tr_edges(a, o, CO, p, &ph);
             for (int q = ia; q < ib; q += TVMAX * VL) {
                 const int rem = ib - q < TVMAX * VL ? ib - q : TVMAX * VL;
                 const int TV = (rem + VL - 1) / VL;

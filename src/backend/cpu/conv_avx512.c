@@ -148,10 +148,25 @@ static float tr_point(const ops_conv_args *a, int o, int t) {
         const int ci = g * cin_g + i;
         const float *xi = a->x + (size_t)ci * a->x_stride;
         const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
-        for (int j = j_lo; j <= j_hi; j++) acc = fmaf(xi[j], wi[t - j * s], acc);
+        for (int j = j_lo; j <= j_hi; j++) {
+            const int tap = t - j * s;
+            const float wv = a->wt ? a->wt[OPS_TCONV_AT(a->cin, k, ci, o, tap)] : wi[tap];
+            acc = fmaf(xi[j], wv, acc);
+        }
     }
     return acc + (a->bias ? a->bias[o] : 0.0f);
 }
+
+/* The edge outputs of phase p for output channels [o, o + n). */
+static void tr_edges(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph) {
+    const int s = a->stride;
+    for (int c = 0; c < n; c++) {
+        float *yo = a->y + (size_t)(o + c) * a->y_stride - a->t0;
+        for (int q = ph->qa; q < ph->ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+        for (int q = ph->ib; q < ph->qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+    }
+}
+
 
 /* Interior outputs of phase p, q in [q, q + 16 TV): every m in [0, M) present. */
 AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, __mmask16 mlast,
@@ -246,20 +261,6 @@ AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast,
     default: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
     }
 
-/* tr_point over the packed weights (groups 1): the same terms, same order. */
-static float trp_point(const ops_conv_args *a, int o, int t) {
-    const int k = a->k, s = a->stride, t_in = a->t_in, cin = a->cin;
-    int j_hi = t / s;
-    if (j_hi > t_in - 1) j_hi = t_in - 1;
-    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
-    float acc = 0.0f;
-    for (int i = 0; i < cin; i++) {
-        const float *xi = a->x + (size_t)i * a->x_stride;
-        for (int j = j_lo; j <= j_hi; j++) acc = fmaf(xi[j], a->wt[OPS_TCONV_AT(cin, k, i, o, t - j * s)], acc);
-    }
-    return acc + (a->bias ? a->bias[o] : 0.0f);
-}
-
 /* Blocking: TRP_IB input channels (their weights for one tap pair stay in L1)
  * against TRP_QB outputs of a phase (running sums in L1), per tile of 64
  * output channels and phase (its weights stay in L2). */
@@ -267,7 +268,7 @@ static float trp_point(const ops_conv_args *a, int o, int t) {
 #define TRP_QB 64
 
 static void conv_transpose1d_packed_avx512(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, k = a->k, t_in = a->t_in, cin = a->cin;
+    const int s = a->stride, cin = a->cin;
     const size_t ys = (size_t)a->y_stride;
     _Alignas(64) float accs[TRP_QB * 4 * VL];
     for (int o = o0; o < o1;) {
@@ -277,18 +278,9 @@ static void conv_transpose1d_packed_avx512(const ops_conv_args *a, int o0, int o
         const int OV = (rem + VL - 1) / VL, lastv = rem - (OV - 1) * VL;
         const __mmask16 m = (__mmask16)((1u << lastv) - 1u);
         for (int p = 0; p < s; p++) {
-            const int M = p < k ? (k - 1 - p) / s + 1 : 0;
-            const int qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
-            const int qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
-            int ia = M > 1 ? M - 1 : 0, ib = t_in;
-            if (ia < qa) ia = qa;
-            if (ib > qb) ib = qb;
-            if (M == 0 || ia > ib) ia = ib = qb; /* no interior: all edges */
-            for (int c = 0; c < rem; c++) {
-                float *yo = a->y + (size_t)(o + c) * ys - a->t0;
-                for (int q = qa; q < ia; q++) yo[q * s + p] = trp_point(a, o + c, q * s + p);
-                for (int q = ib; q < qb; q++) yo[q * s + p] = trp_point(a, o + c, q * s + p);
-            }
+            const ops_tr_phase ph = ops_tr_phase_of(a, p);
+            const int M = ph.M, ia = ph.ia, ib = ph.ib;
+            tr_edges(a, o, rem, p, &ph);
             for (int qq = ia; qq < ib; qq += TRP_QB) {
                 const int qe = ib - qq < TRP_QB ? ib : qq + TRP_QB;
                 for (int i0 = 0; i0 < cin; i0 += TRP_IB) {
@@ -321,24 +313,15 @@ static void conv_transpose1d_avx512(const ops_conv_args *a, int o0, int o1) {
         conv_transpose1d_packed_avx512(a, o0, o1);
         return;
     }
-    const int s = a->stride, k = a->k, t_in = a->t_in, cout_g = a->cout / a->groups;
+    const int s = a->stride, cout_g = a->cout / a->groups;
     const size_t ys = (size_t)a->y_stride;
     for (int o = o0; o < o1;) {
         const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
         const int CO = gend - o < 4 ? gend - o : 4;
         for (int p = 0; p < s; p++) {
-            const int M = p < k ? (k - 1 - p) / s + 1 : 0;
-            const int qa = a->t0 <= p ? 0 : (a->t0 - p + s - 1) / s;
-            const int qb = a->t1 <= p ? 0 : (a->t1 - p + s - 1) / s;
-            int ia = M > 1 ? M - 1 : 0, ib = t_in;
-            if (ia < qa) ia = qa;
-            if (ib > qb) ib = qb;
-            if (M == 0 || ia > ib) ia = ib = qb; /* no interior: all edges */
-            for (int c = 0; c < CO; c++) {
-                float *yo = a->y + (size_t)(o + c) * ys - a->t0;
-                for (int q = qa; q < ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-                for (int q = ib; q < qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-            }
+            const ops_tr_phase ph = ops_tr_phase_of(a, p);
+            const int M = ph.M, ia = ph.ia, ib = ph.ib;
+            tr_edges(a, o, CO, p, &ph);
             for (int q = ia; q < ib; q += 4 * VL) {
                 const int rem = ib - q < 4 * VL ? ib - q : 4 * VL;
                 const int TV = (rem + VL - 1) / VL, last = rem - (TV - 1) * VL;
