@@ -6,14 +6,4 @@
 # installed); needs root or sudo.
 set -e
 PKGS="pocketsphinx pocketsphinx-en-us pocketsphinx-testdata espeak-ng sox"
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-echo "installing:$missing" >&2
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+sh "$(dirname "$0")/apt-install.sh" $PKGS

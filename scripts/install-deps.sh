@@ -11,14 +11,4 @@ if [ "${1:-}" = "--tests" ]; then
     exit 0
 fi
 PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev librubberband-dev"
-missing=""
-for p in $PKGS; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-[ -z "$missing" ] && exit 0
-echo "installing:$missing" >&2
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+sh "$(dirname "$0")/apt-install.sh" $PKGS

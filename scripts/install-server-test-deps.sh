@@ -12,12 +12,9 @@ command -v nginx >/dev/null 2>&1 || missing="$missing nginx-light"
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
-echo "installing:$missing" >&2
+sh "$(dirname "$0")/apt-install.sh" $missing
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $missing
 # the Debian nginx package may start a system service on port 80; the tests
 # run their own nginx on loopback ports and need nothing else
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
