@@ -977,6 +977,8 @@ static void test_conv1d_kernels(void) {
         {3, 5, 1, 1, 1, 1, 7},    {2, 2, 7, 1, 1, 1, 7},   {5, 10, 2, 2, 5, 5, 23}, {16, 9, 7, 1, 9, 1, 150},
         {12, 12, 7, 1, 1, 12, 97}, {7, 13, 1, 1, 1, 1, 133}, {9, 6, 8, 4, 1, 1, 203}, {3, 7, 10, 5, 1, 1, 71},
         {33, 17, 7, 1, 1, 1, 66}, {6, 6, 3, 1, 1, 3, 1000},
+        /* inputs over the AVX-512 kernel's 512 KiB time block: several blocks */
+        {96, 7, 7, 1, 9, 1, 3000}, {200, 13, 1, 1, 1, 1, 1500},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {

@@ -22,6 +22,10 @@
 #define AI static inline __attribute__((always_inline))
 #define VL 16
 #define MAX_K 64
+#define C1_CO 6  /* output channels of a conv1d register tile */
+#define TRP_NQ 6 /* outputs of a phase per packed transposed-conv register tile */
+/* input bytes of one conv1d time block (conv1d_avx512) */
+#define OPS_CONV_L2_BYTES (512u * 1024u)
 
 /* x addressing for conv1d: input channel ci, tap -> pointer to output step 0 */
 typedef struct xmap {
@@ -32,8 +36,8 @@ typedef struct xmap {
 
 AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
                 __mmask16 mlast, const float *bias, int o, float *y, size_t ys) {
-    __m512 acc[4][4];
-#pragma GCC unroll 4
+    __m512 acc[C1_CO][4];
+#pragma GCC unroll 6
     for (int c = 0; c < CO; c++)
 #pragma GCC unroll 4
         for (int v = 0; v < TV; v++) acc[c][v] = _mm512_setzero_ps();
@@ -46,7 +50,7 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
 #pragma GCC unroll 4
             for (int v = 0; v < TV; v++)
                 xv[v] = v == TV - 1 ? _mm512_maskz_loadu_ps(mlast, xp + VL * v) : _mm512_loadu_ps(xp + VL * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
             for (int c = 0; c < CO; c++) {
                 const __m512 wv = _mm512_set1_ps(wi[c * wos + tap]);
 #pragma GCC unroll 4
@@ -54,7 +58,7 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
             }
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int c = 0; c < CO; c++) {
         const __m512 b = _mm512_set1_ps(bias ? bias[o + c] : 0.0f);
         float *yo = y + (size_t)(o + c) * ys + t;
@@ -115,22 +119,33 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
         for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
     }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
-    for (int o = o0; o < o1;) {
-        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-        const int CO = gend - o < 4 ? gend - o : 4, ci0 = g * cin_g;
-        const float *wo = a->w + (size_t)o * wos;
-        for (int t = 0; t < t_out; t += 4 * VL) {
-            const int rem = t_out - t < 4 * VL ? t_out - t : 4 * VL;
-            const int TV = (rem + VL - 1) / VL, last = rem - (TV - 1) * VL;
-            const __mmask16 m = (__mmask16)((1u << last) - 1u);
-            switch (CO) {
-            case 1: C1_CASES(1) break;
-            case 2: C1_CASES(2) break;
-            case 3: C1_CASES(3) break;
-            default: C1_CASES(4) break;
+    /* Time blocks whose input (cin_g rows of tb + span steps) stays in L2
+     * while every output channel of the range passes over it: a long chunk
+     * (the 8-24 kHz blocks) no longer streams all of x from L3 once per 4
+     * channels. The order of each output's terms is unchanged. */
+    int tb = (int)(((size_t)OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g) - (size_t)span) / (4 * VL)) * 4 * VL;
+    if (tb < 4 * VL) tb = 4 * VL;
+    for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
+        const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
+        for (int o = o0; o < o1;) {
+            const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
+            const int CO = gend - o < C1_CO ? gend - o : C1_CO, ci0 = g * cin_g;
+            const float *wo = a->w + (size_t)o * wos;
+            for (int t = tb0; t < tb1; t += 4 * VL) {
+                const int rem = tb1 - t < 4 * VL ? tb1 - t : 4 * VL;
+                const int TV = (rem + VL - 1) / VL, last = rem - (TV - 1) * VL;
+                const __mmask16 m = (__mmask16)((1u << last) - 1u);
+                switch (CO) {
+                case 1: C1_CASES(1) break;
+                case 2: C1_CASES(2) break;
+                case 3: C1_CASES(3) break;
+                case 4: C1_CASES(4) break;
+                case 5: C1_CASES(5) break;
+                default: C1_CASES(6) break;
+                }
             }
+            o += CO;
         }
-        o += CO;
     }
 }
 
@@ -221,10 +236,10 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
 AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast, int p, int M, int q, int i0, int i1,
                  int first, int last, float *acc_buf) {
     const int s = a->stride, cin = a->cin, k = a->k;
-    __m512 acc[4][4];
+    __m512 acc[4][TRP_NQ];
 #pragma GCC unroll 4
     for (int v = 0; v < OV; v++)
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int u = 0; u < NQ; u++)
             acc[v][u] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + (size_t)u * 4 * VL + VL * v);
     for (int i = i0; i < i1; i++) {
@@ -235,7 +250,7 @@ AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast,
 #pragma GCC unroll 4
             for (int v = 0; v < OV; v++)
                 wv[v] = v == OV - 1 ? _mm512_maskz_loadu_ps(mlast, wp + VL * v) : _mm512_loadu_ps(wp + VL * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
             for (int u = 0; u < NQ; u++) {
                 const __m512 xv = _mm512_set1_ps(xi[u - m]);
 #pragma GCC unroll 4
@@ -247,7 +262,7 @@ AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast,
     for (int v = 0; v < OV; v++) {
         __m512 b = _mm512_setzero_ps();
         if (last && a->bias) b = _mm512_maskz_loadu_ps(v == OV - 1 ? mlast : (__mmask16)0xffff, a->bias + o + VL * v);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int u = 0; u < NQ; u++)
             _mm512_store_ps(acc_buf + (size_t)u * 4 * VL + VL * v, last ? _mm512_add_ps(acc[v][u], b) : acc[v][u]);
     }
@@ -258,7 +273,9 @@ AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast,
     case 1: trp_tile(OV, 1, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
     case 2: trp_tile(OV, 2, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
     case 3: trp_tile(OV, 3, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    default: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
+    case 4: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
+    case 5: trp_tile(OV, 5, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
+    default: trp_tile(OV, 6, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
     }
 
 /* Blocking: TRP_IB input channels (their weights for one tap pair stay in L1)
@@ -286,8 +303,8 @@ static void conv_transpose1d_packed_avx512(const ops_conv_args *a, int o0, int o
                 for (int i0 = 0; i0 < cin; i0 += TRP_IB) {
                     const int i1 = cin - i0 < TRP_IB ? cin : i0 + TRP_IB;
                     const int first = i0 == 0, last = i1 == cin;
-                    for (int q = qq; q < qe; q += 4) {
-                        const int NQ = qe - q < 4 ? qe - q : 4;
+                    for (int q = qq; q < qe; q += TRP_NQ) {
+                        const int NQ = qe - q < TRP_NQ ? qe - q : TRP_NQ;
                         float *ab = accs + (size_t)(q - qq) * 4 * VL;
                         switch (OV) {
                         case 1: TRP_CASES(1) break;
