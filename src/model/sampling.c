@@ -75,9 +75,37 @@ static int argmax(const float *x, int n) {
     return b;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
+/* The k-th largest of x[n] (1 <= k <= n), the value a descending sort would
+ * put at index k - 1: a min-heap h[k] of the k largest seen so far, so one
+ * comparison rejects most entries (n log k at worst instead of sorting n). */
+static float kth_largest(const float *x, int n, int k, float *h) {
+    for (int i = 0; i < k; i++) { /* heapify the first k: sift up */
+        int c = i;
+        h[c] = x[i];
+        while (c > 0 && h[(c - 1) / 2] > h[c]) {
+            const float t = h[c];
+            h[c] = h[(c - 1) / 2];
+            h[(c - 1) / 2] = t;
+            c = (c - 1) / 2;
+        }
+    }
+    for (int i = k; i < n; i++) {
+        if (!(x[i] > h[0])) continue;
+        int c = 0; /* replace the smallest, sift down */
+        h[0] = x[i];
+        for (;;) {
+            const int l = 2 * c + 1, r = l + 1;
+            int m = c;
+            if (l < k && h[l] < h[m]) m = l;
+            if (r < k && h[r] < h[m]) m = r;
+            if (m == c) break;
+            const float t = h[c];
+            h[c] = h[m];
+            h[m] = t;
+            c = m;
+        }
+    }
+    return h[0];
 }
 
 /* sort indices by value ascending; ties: HF's torch.sort is not stable-specified,
@@ -95,9 +123,7 @@ int sample_token(sampler *r, float *logits, int n, const qtts_sampling *sp) {
     if (sp->temperature != 1.0f)
         for (int i = 0; i < n; i++) logits[i] /= sp->temperature;
     if (sp->top_k > 0 && sp->top_k < n) {
-        memcpy(r->vals, logits, sizeof(float) * n);
-        qsort(r->vals, n, sizeof(float), cmp_desc);
-        const float kth = r->vals[sp->top_k - 1];
+        const float kth = kth_largest(logits, n, sp->top_k, r->vals);
         for (int i = 0; i < n; i++)
             if (logits[i] < kth) logits[i] = -INFINITY;
     }

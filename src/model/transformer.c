@@ -153,7 +153,8 @@ qtts_status tf_scratch_init(tf_scratch *s, const tf_config *cfg, int max_rows, i
     s->h2 = malloc(sizeof(float) * r * cfg->inter);
     s->tmp = malloc(sizeof(float) * r * cfg->hidden);
     s->scores = malloc(sizeof(float) * TF_ATTN_TASKS * (size_t)(max_pos > 0 ? max_pos : 1));
-    if (!s->xn || !s->q || !s->kv || !s->att || !s->h1 || !s->h2 || !s->tmp || !s->scores) {
+    s->rope = malloc(sizeof(float) * r * cfg->head_dim);
+    if (!s->xn || !s->q || !s->kv || !s->att || !s->h1 || !s->h2 || !s->tmp || !s->scores || !s->rope) {
         tf_scratch_free(s);
         return err_set(e, QTTS_ERR_NOMEM, "out of memory for transformer scratch (%d rows)", max_rows);
     }
@@ -170,6 +171,7 @@ void tf_scratch_free(tf_scratch *s) {
     free(s->h2);
     free(s->tmp);
     free(s->scores);
+    free(s->rope);
     memset(s, 0, sizeof *s);
 }
 
@@ -207,6 +209,8 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
     const int qd = nh * hd, kvd = nkv * hd, group = nh / nkv;
     const float scale = 1.0f / sqrtf((float)hd);
     float *k_new = s->kv, *v_new = s->kv + (size_t)n * kvd;
+    /* each row's RoPE angles once for every layer and head */
+    for (int i = 0; i < n; i++) ops_rope_angles(s->rope + (size_t)i * hd, hd, rows[i].pos, w->inv_freq);
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
         for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->attn_norm, H, c->eps);
@@ -217,13 +221,14 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         for (int i = 0; i < n; i++) {
             const int pos = rows[i].pos;
             float *q = s->q + (size_t)i * qd, *k = k_new + (size_t)i * kvd;
+            const float *cs = s->rope + (size_t)i * hd;
             for (int h = 0; h < nh; h++) {
                 ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->eps);
-                ops_rope_neox(q + h * hd, hd, pos, w->inv_freq);
+                ops_rope_neox_cs(q + h * hd, hd, cs);
             }
             for (int h = 0; h < nkv; h++) {
                 ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->eps);
-                ops_rope_neox(k + h * hd, hd, pos, w->inv_freq);
+                ops_rope_neox_cs(k + h * hd, hd, cs);
             }
             kv_cache *kc = rows[i].cache;
             const size_t off = ((size_t)l * kc->cap + pos) * kvd;
@@ -244,7 +249,7 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->ffn_norm, H, c->eps);
         ops_matmul(ops, &L->wgate, s->xn, n, NULL, s->h1);
         ops_matmul(ops, &L->wup, s->xn, n, NULL, s->h2);
-        ops_swiglu(s->h1, s->h2, n * c->inter);
+        ops_swiglu_ctx(ops, s->h1, s->h2, n * c->inter);
         ops_matmul(ops, &L->wdown, s->h1, n, NULL, s->tmp);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         if (on_layer) on_layer(l, x, n, user);

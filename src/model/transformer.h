@@ -56,6 +56,7 @@ typedef struct tf_scratch {
     float *h2;     /* [rows][inter] */
     float *tmp;    /* [rows][hidden] */
     float *scores; /* [TF_ATTN_TASKS][max_pos] */
+    float *rope;   /* [rows][head_dim] RoPE cos, sin per row (ops_rope_angles) */
 } tf_scratch;
 
 /* Attention runs as this many tasks at most (one scores row each). */

@@ -252,6 +252,27 @@ static void test_elementwise(void) {
         if (!(q <= worst)) worst = q;
     }
     CHECK("swiglu_vs_double", worst <= 1.0, "error %.3g x tolerance", worst);
+    {
+        /* split over a pool: the same bits as one pass (elementwise) */
+        enum { NB = 10007 };
+        float *ga = malloc(sizeof(float) * NB), *gb = malloc(sizeof(float) * NB), *ub = malloc(sizeof(float) * NB);
+        int same = ga && gb && ub;
+        if (same) {
+            fill(ga, NB, 8.0f);
+            fill(ub, NB, 2.0f);
+            memcpy(gb, ga, sizeof(float) * NB);
+            ops_ctx pc;
+            ops_init(&pc, 3, 0);
+            ops_swiglu(ga, ub, NB);
+            ops_swiglu_ctx(&pc, gb, ub, NB);
+            ops_free(&pc);
+            same = memcmp(ga, gb, sizeof(float) * NB) == 0;
+        }
+        CHECK("swiglu_ctx_same_bits", same, "3 threads differ from one pass");
+        free(ga);
+        free(gb);
+        free(ub);
+    }
     memcpy(g, g0, sizeof g);
     ops_silu(g, N);
     worst = 0;

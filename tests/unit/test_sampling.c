@@ -338,10 +338,60 @@ static void test_validate(void) {
     expect_invalid("validate_penalty_inf", s, "repetition_penalty");
 }
 
+static int cmp_f_desc(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* top-k on vocabularies of real size against a full sort: the kept set is
+ * every logit >= the k-th largest, ties included, for many n, k and tie
+ * densities (sample_token selects the k-th value without sorting). */
+static void test_top_k_large(void) {
+    enum { NMAX = 3072 };
+    sampler r;
+    qtts_error e = {0};
+    if (sampler_init(&r, NMAX, 3, &e)) {
+        test_report("top_k_large", 0, "sampler_init: %s", e.msg);
+        return;
+    }
+    static float l[NMAX], ref[NMAX];
+    uint64_t st = 12345;
+    int ok = 1, trials = 0;
+    char where[96] = "";
+    for (int trial = 0; trial < 300 && ok; trial++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        const int n = 2 + (int)((st >> 33) % (NMAX - 1));
+        const int k = 1 + (int)((st >> 17) % (uint64_t)(n - 1));
+        const int levels = trial % 3 == 0 ? 7 : 1 << 20; /* many ties, or few */
+        for (int i = 0; i < n; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            l[i] = (float)((st >> 40) % (uint64_t)levels) * 0.01f - 3.0f;
+        }
+        memcpy(ref, l, sizeof(float) * n);
+        qsort(ref, n, sizeof(float), cmp_f_desc);
+        const float kth = ref[k - 1];
+        float orig[NMAX];
+        memcpy(orig, l, sizeof(float) * n);
+        qtts_sampling sp = mk(1, 1.0f, k, 1.0f);
+        sample_token(&r, l, n, &sp);
+        for (int i = 0; i < n && ok; i++) {
+            const int kept = l[i] != -INFINITY;
+            if (kept != (orig[i] >= kth) || (kept && l[i] != orig[i])) {
+                ok = 0;
+                snprintf(where, sizeof where, "n %d k %d index %d", n, k, i);
+            }
+        }
+        trials++;
+    }
+    CHECK("top_k_large_matches_sort", ok && trials == 300, "kept set differs from a full sort at %s", where);
+    sampler_free(&r);
+}
+
 int main(void) {
     test_repetition_penalty();
     test_greedy();
     test_warpers();
+    test_top_k_large();
     test_distribution();
     test_seeding();
     test_validate();

@@ -314,7 +314,56 @@ void ops_swiglu(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 }
 
+typedef struct swiglu_job {
+    float *g;
+    const float *u;
+    int n;
+} swiglu_job;
+
+static void swiglu_task(void *arg, int t, int n_tasks) {
+    const swiglu_job *j = arg;
+    const int a = (int)((long long)j->n * t / n_tasks), b = (int)((long long)j->n * (t + 1) / n_tasks);
+    ops_swiglu(j->g + a, j->u + a, b - a);
+}
+
+void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n) {
+    /* ~10 ns per element: below a few thousand the dispatch is not worth it */
+    int tasks = c ? c->n_threads : 1;
+    if (n < 4096) tasks = 1;
+    if (tasks <= 1) {
+        ops_swiglu(g, u, n);
+        return;
+    }
+    swiglu_job j = {g, u, n};
+    ops_parallel(c, swiglu_task, &j, tasks);
+}
+
+void ops_rope_angles(float *cs, int d, int pos, const float *inv_freq) {
+    const int h = d / 2;
+    for (int i = 0; i < h; i++) {
+        const float ang = (float)pos * inv_freq[i];
+        cs[i] = cosf(ang);
+        cs[h + i] = sinf(ang);
+    }
+}
+
+void ops_rope_neox_cs(float *x, int d, const float *cs) {
+    const int h = d / 2;
+    for (int i = 0; i < h; i++) {
+        const float c = cs[i], s = cs[h + i];
+        const float a = x[i], b = x[i + h];
+        x[i] = a * c - b * s;
+        x[i + h] = b * c + a * s;
+    }
+}
+
 void ops_rope_neox(float *x, int d, int pos, const float *inv_freq) {
+    float cs[512];
+    if (d <= 512) {
+        ops_rope_angles(cs, d, pos, inv_freq);
+        ops_rope_neox_cs(x, d, cs);
+        return;
+    }
     const int h = d / 2;
     for (int i = 0; i < h; i++) {
         const float ang = (float)pos * inv_freq[i];

@@ -199,11 +199,18 @@ void ops_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 void ops_silu(float *x, int n);
 /* g[i] = silu(g[i]) * u[i] */
 void ops_swiglu(float *g, const float *u, int n);
+/* The same split over the context's threads (same bits: elementwise). */
+void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n);
 
 /* Split-half (NeoX) RoPE on one head of dim d at position pos:
  * y[i] = x[i] c - x[i+d/2] s, y[i+d/2] = x[i+d/2] c + x[i] s.
  * inv_freq[d/2] precomputed. */
 void ops_rope_neox(float *x, int d, int pos, const float *inv_freq);
+/* The angles of one position once for all heads: cs[i] = cos, cs[d/2 + i] =
+ * sin of pos * inv_freq[i]; ops_rope_neox_cs then rotates a head with them
+ * (the same bits as ops_rope_neox). */
+void ops_rope_angles(float *cs, int d, int pos, const float *inv_freq);
+void ops_rope_neox_cs(float *x, int d, const float *cs);
 
 /* In-place softmax over n entries (max-subtracted, f32). -INFINITY allowed. */
 void ops_softmax(float *x, int n);
