@@ -44,8 +44,9 @@ static void usage(void) {
         "  --first-chunk-frames N     frames in the first streamed chunk (default 1 = 80 ms)\n"
         "  --chunk-frames N           frames per later chunk (default 4 = 320 ms)\n"
         "  --drain S                  on SIGTERM, let running requests finish for S seconds (default 5)\n"
-        "  --decode-threads N         codec decode workers beside generation (default 1; 0 = decode on the\n"
-        "                             engine thread between steps)\n"
+        "  --decode-threads N         codec decode workers beside generation; 0 = decode on the engine\n"
+        "                             thread between steps, on all of --threads (default: the CPUs that\n"
+        "                             --threads leaves free, 0 when it takes them all)\n"
         "  --no-warmup                ready at once, without a warm-up generation\n"
         "other:\n"
         "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
@@ -79,6 +80,8 @@ int main(int argc, char **argv) {
     const char *model_dir = NULL, *port_file = NULL, *weights = "native";
     long n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
+    const long n_cpus = n_threads;
+    cfg.decode_threads = -1; /* auto, resolved once --threads is known */
     const char *env_key = getenv("QTTS_API_KEY");
     if (env_key && *env_key) cfg.api_key = env_key;
     char model_name[256] = "";
@@ -147,6 +150,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }
+    /* Decode workers only where cores are left over: beside generation on the
+     * same cores they compete with it, and decoding between steps on all of
+     * them measured faster end to end and to the first audio on 2 cores
+     * (docs/BENCH.md, "Server"). */
+    if (cfg.decode_threads < 0) cfg.decode_threads = n_cpus > n_threads ? (int)(n_cpus - n_threads) : 0;
     if (!model_dir) {
         fprintf(stderr, "qtts-server: --model DIR is required (see --help)\n");
         return 2;
