@@ -1,6 +1,7 @@
 /* AVX-512 convolution and SnakeBeta kernels (see conv.h for the contract).
- * conv1d: register tiles of CO <= 4 output channels x TV <= 4 vectors of 16
- * output steps; for each input channel (in order) and tap (in order) one
+ * conv1d: register tiles of CO <= 6 output channels x TV <= 4 vectors of 16
+ * output steps, in time blocks whose input stays in L2; for each input
+ * channel (in order) and tap (in order) one
  * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.
  * The last partial vector uses masked loads/stores, so a sample's sequence of
  * operations never depends on where a call starts or ends (chunked == whole).
@@ -10,7 +11,7 @@
  * (fewer input steps) a scalar fmaf loop over the same terms in the same
  * order, which gives the same bits as the vector FMA.
  * Where time goes (codec decoder): the K 7 and K 1 convs of the residual
- * units at 2-24 kHz; the tile does 16 FMAs per 4 loads + 4 broadcasts. */
+ * units at 2-24 kHz; the tile does 24 FMAs per 4 loads + 6 broadcasts. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -123,8 +124,8 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
      * while every output channel of the range passes over it: a long chunk
      * (the 8-24 kHz blocks) no longer streams all of x from L3 once per 4
      * channels. The order of each output's terms is unchanged. */
-    int tb = (int)(((size_t)OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g) - (size_t)span) / (4 * VL)) * 4 * VL;
-    if (tb < 4 * VL) tb = 4 * VL;
+    const long long tbl = (long long)(OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - span;
+    const int tb = tbl < 4 * VL ? 4 * VL : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / (4 * VL)) * 4 * VL;
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
         const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
         for (int o = o0; o < o1;) {

@@ -216,7 +216,8 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
     if (nt <= 1) {
         fn(a, 0, a->cout);
     } else {
-        /* channels in multiples of 4 (the kernels' channel tile) */
+        /* channels in multiples of 4 (the AVX2 kernels' channel tile; the
+         * AVX-512 one takes 6 at a time and any remainder) */
         const int per = task_size(a->cout, nt, 4);
         rt->conv = (conv_job){fn, a, per};
         threadpool_run(rt->pool, conv_task, &rt->conv, (a->cout + per - 1) / per);
