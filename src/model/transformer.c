@@ -202,39 +202,83 @@ static void attn_task(void *arg, int t, int n_tasks) {
     }
 }
 
+/* The per-row work between the pooled matrix products (norms, q/k norm +
+ * RoPE + the K/V writes), split over the pool by rows when there are several
+ * (prefill, batched streams); each row's operations are unchanged, so the
+ * split changes no bit. */
+typedef enum { ROWS_ATTN_NORM, ROWS_QK, ROWS_FFN_NORM } rows_stage;
+
+typedef struct rows_job {
+    const tf_weights *w;
+    tf_scratch *s;
+    const tf_row *rows;
+    const float *x;
+    int n, l;
+    rows_stage stage;
+} rows_job;
+
+static void rows_range(const rows_job *j, int a, int b) {
+    const tf_config *c = &j->w->cfg;
+    const tf_layer *L = &j->w->layers[j->l];
+    const int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
+    const int qd = nh * hd, kvd = nkv * hd;
+    tf_scratch *s = j->s;
+    for (int i = a; i < b; i++) {
+        if (j->stage != ROWS_QK) {
+            const float *g = j->stage == ROWS_ATTN_NORM ? L->attn_norm : L->ffn_norm;
+            ops_rmsnorm(s->xn + (size_t)i * H, j->x + (size_t)i * H, g, H, c->eps);
+            continue;
+        }
+        const int pos = j->rows[i].pos;
+        float *q = s->q + (size_t)i * qd, *k = s->kv + (size_t)i * kvd;
+        const float *v = s->kv + (size_t)j->n * kvd + (size_t)i * kvd;
+        const float *cs = s->rope + (size_t)i * hd;
+        for (int h = 0; h < nh; h++) {
+            ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->eps);
+            ops_rope_neox_cs(q + h * hd, hd, cs);
+        }
+        for (int h = 0; h < nkv; h++) {
+            ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->eps);
+            ops_rope_neox_cs(k + h * hd, hd, cs);
+        }
+        kv_cache *kc = j->rows[i].cache;
+        const size_t off = ((size_t)j->l * kc->cap + pos) * kvd;
+        memcpy(kc->k + off, k, sizeof(float) * kvd);
+        memcpy(kc->v + off, v, sizeof(float) * kvd);
+    }
+}
+
+static void rows_task(void *arg, int t, int n_tasks) {
+    const rows_job *j = arg;
+    rows_range(j, (int)((long long)j->n * t / n_tasks), (int)((long long)j->n * (t + 1) / n_tasks));
+}
+
+static void rows_run(const ops_ctx *ops, rows_job *j, rows_stage stage) {
+    j->stage = stage;
+    const int tasks = j->n < ops->n_threads ? j->n : ops->n_threads;
+    if (tasks <= 1) rows_range(j, 0, j->n);
+    else ops_parallel(ops, rows_task, j, tasks);
+}
+
 void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf_row *rows, float *x, int n,
                 tf_layer_fn on_layer, void *user) {
     const tf_config *c = &w->cfg;
     const int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
-    const int qd = nh * hd, kvd = nkv * hd, group = nh / nkv;
+    const int kvd = nkv * hd, group = nh / nkv;
     const float scale = 1.0f / sqrtf((float)hd);
     float *k_new = s->kv, *v_new = s->kv + (size_t)n * kvd;
     /* each row's RoPE angles once for every layer and head */
     for (int i = 0; i < n; i++) ops_rope_angles(s->rope + (size_t)i * hd, hd, rows[i].pos, w->inv_freq);
+    rows_job rj = {.w = w, .s = s, .rows = rows, .x = x, .n = n};
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
-        for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->attn_norm, H, c->eps);
+        rj.l = l;
+        rows_run(ops, &rj, ROWS_ATTN_NORM);
         ops_matmul(ops, &L->wq, s->xn, n, NULL, s->q);
         ops_matmul(ops, &L->wk, s->xn, n, NULL, k_new);
         ops_matmul(ops, &L->wv, s->xn, n, NULL, v_new);
         /* q/k norm + RoPE, then store K/V at each row's position */
-        for (int i = 0; i < n; i++) {
-            const int pos = rows[i].pos;
-            float *q = s->q + (size_t)i * qd, *k = k_new + (size_t)i * kvd;
-            const float *cs = s->rope + (size_t)i * hd;
-            for (int h = 0; h < nh; h++) {
-                ops_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, c->eps);
-                ops_rope_neox_cs(q + h * hd, hd, cs);
-            }
-            for (int h = 0; h < nkv; h++) {
-                ops_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, c->eps);
-                ops_rope_neox_cs(k + h * hd, hd, cs);
-            }
-            kv_cache *kc = rows[i].cache;
-            const size_t off = ((size_t)l * kc->cap + pos) * kvd;
-            memcpy(kc->k + off, k, sizeof(float) * kvd);
-            memcpy(kc->v + off, v_new + (size_t)i * kvd, sizeof(float) * kvd);
-        }
+        rows_run(ops, &rj, ROWS_QK);
         /* attention: row i attends to its cache positions 0..pos */
         {
             int tasks = ops->n_threads * 2;
@@ -246,7 +290,7 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         ops_matmul(ops, &L->wo, s->att, n, NULL, s->tmp);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         /* MLP */
-        for (int i = 0; i < n; i++) ops_rmsnorm(s->xn + (size_t)i * H, x + (size_t)i * H, L->ffn_norm, H, c->eps);
+        rows_run(ops, &rj, ROWS_FFN_NORM);
         ops_matmul(ops, &L->wgate, s->xn, n, NULL, s->h1);
         ops_matmul(ops, &L->wup, s->xn, n, NULL, s->h2);
         ops_swiglu_ctx(ops, s->h1, s->h2, n * c->inter);
