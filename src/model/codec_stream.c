@@ -63,7 +63,7 @@ struct codec_stream {
     float *q, *att;           /* [cap][NH*HD] */
     float *kn, *vn;           /* [cap][NKV*HD] new keys/values of this chunk */
     float *gate, *up;         /* [cap][INTER] */
-    float *rope_c, *rope_s;   /* [cap][HD/2] */
+    float *rope;              /* [cap][HD] cos, sin per frame (ops_rope_angles) */
     float *scores;            /* [window] */
     float *cv_tm;             /* [cap*UP][LAT] ConvNeXt, time-major */
     float *cv_mid;            /* [cap*UP][4*LAT] */
@@ -111,7 +111,7 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
         (size_t)n * c->hidden, (size_t)n * c->hidden, (size_t)n * c->hidden,
         (size_t)n * QD, (size_t)n * QD, (size_t)n * KD, (size_t)n * KD,
         (size_t)n * c->inter, (size_t)n * c->inter,
-        (size_t)n * (c->head_dim / 2), (size_t)n * (c->head_dim / 2),
+        (size_t)n * c->head_dim,
         (size_t)c->window,
         nu * c->latent, nu * 4 * c->latent,
     };
@@ -122,7 +122,7 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
         &s->h, &s->xn, &s->o,
         &s->q, &s->att, &s->kn, &s->vn,
         &s->gate, &s->up,
-        &s->rope_c, &s->rope_s,
+        &s->rope,
         &s->scores,
         &s->cv_tm, &s->cv_mid,
     };
@@ -264,13 +264,6 @@ static void tail_save(float *tail, const float *work, int C, int hist, int n) {
         memcpy(tail + (size_t)c * hist, work + (size_t)c * (hist + n) + n, hist * sizeof(float));
 }
 
-/* y[c][t] = snake_c(x[c][t]) for C channels, T steps (the kernel table's
- * vectorised sin^2; tests/unit/test_kernels.c holds it to the scalar one). */
-static void snake_apply(const ops_ctx *ops, const codec_snake *sn, const float *x, int x_stride, float *y,
-                        int y_stride, int C, int T) {
-    ops_snake(ops, x, x_stride, y, y_stride, sn->a, sn->inv_b, C, T);
-}
-
 /* dst[t][c] = src[c][t] */
 static void to_time_major(float *dst, const float *src, int C, int T, int src_stride) {
     for (int c = 0; c < C; c++)
@@ -340,37 +333,17 @@ static void dequantize(codec_stream *s, const int32_t *codes, int n, float *work
     to_channel_major(work + 2, 2 + n, s->dq_out, CD, n);
 }
 
-/* RoPE (rotate-half) on NH heads of one row with precomputed cos/sin. */
-static void rope_row(float *x, int n_heads, int hd, const float *cs, const float *sn) {
-    const int half = hd / 2;
-    for (int h = 0; h < n_heads; h++) {
-        float *v = x + (size_t)h * hd;
-        for (int i = 0; i < half; i++) {
-            const float a = v[i], b = v[i + half];
-            v[i] = a * cs[i] - b * sn[i];
-            v[i + half] = b * cs[i] + a * sn[i];
-        }
-    }
-}
-
 /* Pre-transformer on x_tm [n][LAT] in place (output [n][LAT]). */
 static void transformer(codec_stream *s, int n) {
     const codec_decoder *d = s->d;
     const codec_config *c = &d->cfg;
     const ops_ctx *ops = s->ops;
     const int H = c->hidden, HD = c->head_dim, NH = c->n_heads, NKV = c->n_kv_heads;
-    const int QD = NH * HD, KD = NKV * HD, half = HD / 2, W1 = c->window - 1, grp = NH / NKV;
+    const int QD = NH * HD, KD = NKV * HD, W1 = c->window - 1, grp = NH / NKV;
     const float scale = 1.0f / sqrtf((float)HD);
     const int hist = s->kv_len;
 
-    for (int t = 0; t < n; t++) {
-        const float p = (float)(s->pos + t);
-        for (int i = 0; i < half; i++) {
-            const float ang = p * d->inv_freq[i];
-            s->rope_c[(size_t)t * half + i] = cosf(ang);
-            s->rope_s[(size_t)t * half + i] = sinf(ang);
-        }
-    }
+    for (int t = 0; t < n; t++) ops_rope_angles(s->rope + (size_t)t * HD, HD, (int)(s->pos + t), d->inv_freq);
     ops_matmul(ops, &d->in_proj, s->x_tm, n, d->in_proj_b, s->h);
 
     for (int l = 0; l < c->n_layers; l++) {
@@ -382,9 +355,9 @@ static void transformer(codec_stream *s, int n) {
         ops_matmul(ops, &L->wk, s->xn, n, NULL, s->kn);
         ops_matmul(ops, &L->wv, s->xn, n, NULL, s->vn);
         for (int t = 0; t < n; t++) {
-            const float *cs = s->rope_c + (size_t)t * half, *sn = s->rope_s + (size_t)t * half;
-            rope_row(s->q + (size_t)t * QD, NH, HD, cs, sn);
-            rope_row(s->kn + (size_t)t * KD, NKV, HD, cs, sn);
+            const float *cs = s->rope + (size_t)t * HD;
+            for (int h = 0; h < NH; h++) ops_rope_neox_cs(s->q + (size_t)t * QD + (size_t)h * HD, HD, cs);
+            for (int h = 0; h < NKV; h++) ops_rope_neox_cs(s->kn + (size_t)t * KD + (size_t)h * HD, HD, cs);
         }
         /* Query t sits at index hist + t of [history rows ; new rows] and sees
          * indices (hist + t - window, hist + t]. */
@@ -473,7 +446,7 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
     /* SnakeBeta -> [cin][1 + m] with the previous input column first */
     float *A = work;
     tail_load(A, s->blk_tail[b], bl->cin, 1, m);
-    snake_apply(s->ops, &bl->act, x, m, A + 1, 1 + m, bl->cin, m);
+    ops_snake(s->ops, x, m, A + 1, 1 + m, bl->act.a, bl->act.inv_b, bl->cin, m);
     float *y = out; /* block output / residual stream [C][M] */
     tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wt, bl->tconv_b, C, bl->rate, y, M);
     tail_save(s->blk_tail[b], A, bl->cin, 1, m);
@@ -482,10 +455,10 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
         const codec_resunit *ru = &bl->ru[r];
         const int hist = 6 * ru->dilation, ws = hist + M;
         tail_load(A, s->ru_tail[b][r], C, hist, M);
-        snake_apply(s->ops, &ru->act1, y, M, A + hist, ws, C, M);
+        ops_snake(s->ops, y, M, A + hist, ws, ru->act1.a, ru->act1.inv_b, C, M);
         ops_conv1d_ctx(s->ops, A, C, ws, ws, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, 1, ru->dilation, 1, tmp, M);
         tail_save(s->ru_tail[b][r], A, C, hist, M);
-        snake_apply(s->ops, &ru->act2, tmp, M, tmp, M, C, M);
+        ops_snake(s->ops, tmp, M, tmp, M, ru->act2.a, ru->act2.inv_b, C, M);
         ops_conv1d_ctx(s->ops, tmp, C, M, M, ru->conv2_w, ru->conv2_b, C, 1, 1, 1, 1, A, M);
         for (size_t i = 0; i < (size_t)C * M; i++) y[i] = A[i] + y[i];
     }
@@ -576,7 +549,7 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
 
     /* final SnakeBeta into fa [OD][6 + m] at column 6, causal conv K 7 -> pcm */
     const int OD = c->decoder_dim >> c->n_blocks;
-    if (stage_run(&sc)) snake_apply(s->ops, &d->final_act, x, m, fa + 6, 6 + m, OD, m);
+    if (stage_run(&sc)) ops_snake(s->ops, x, m, fa + 6, 6 + m, d->final_act.a, d->final_act.inv_b, OD, m);
     snprintf(name, sizeof name, "decoder%d_out", c->n_blocks + 1);
     stage_out(s, &sc, name, fa + 6, OD, m, 6 + m);
     if (stage_run(&sc)) {

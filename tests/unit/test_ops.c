@@ -313,6 +313,12 @@ static void test_elementwise(void) {
     double moved = 0;
     for (int i = 0; i < D; i++) moved += fabs(q[i] - q0[i]);
     CHECK("rope_pos37_moves", moved > 0.1, "position 37 barely changed the vector (%g)", moved);
+    /* angles once per position, then every head: the same bits as ops_rope_neox */
+    float qa[D], cs[D];
+    memcpy(qa, q0, sizeof qa);
+    ops_rope_angles(cs, D, pos, inv_freq);
+    ops_rope_neox_cs(qa, D, cs);
+    CHECK("rope_angles_same_bits", memcmp(qa, q, sizeof qa) == 0, "precomputed angles rotate differently");
 }
 
 /* ------------------------------------------------------------ convolutions */

@@ -360,12 +360,6 @@ void ops_rope_neox_cs(float *x, int d, const float *cs) {
 }
 
 void ops_rope_neox(float *x, int d, int pos, const float *inv_freq) {
-    float cs[512];
-    if (d <= 512) {
-        ops_rope_angles(cs, d, pos, inv_freq);
-        ops_rope_neox_cs(x, d, cs);
-        return;
-    }
     const int h = d / 2;
     for (int i = 0; i < h; i++) {
         const float ang = (float)pos * inv_freq[i];
