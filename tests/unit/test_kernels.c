@@ -486,17 +486,27 @@ static void test_matmul_q8x16(void) {
                     sent &= run_mm(tables[t], &p, X, n, bb, Y);
                     bits_ok[t] &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
                 }
-                /* any row ranges, also ones that split a group of 16 */
-                const ops_kernels *kt = tables[n_tables - 1];
+                /* any row ranges, also ones that split a group of 16, on every SIMD table */
                 void *px = aligned_alloc(64, (q8_prep_size(&p, n) + 63) & ~(size_t)63);
-                kt->prep[OPS_WF_Q8X16](&p, X, n, px);
-                for (int i = 0; i < n * rows; i++) Y[i] = NAN;
-                for (int r0 = 0; r0 < rows;) {
-                    const int r1e = r0 + 1 + (r0 * 7 + 5) % 19 < rows ? r0 + 1 + (r0 * 7 + 5) % 19 : rows;
-                    kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
-                    r0 = r1e;
+                for (int t = 1; t < n_tables; t++) {
+                    const ops_kernels *kt = tables[t];
+                    kt->prep[OPS_WF_Q8X16](&p, X, n, px);
+                    for (int i = 0; i < n * rows; i++) Y[i] = NAN;
+                    for (int r0 = 0; r0 < rows;) {
+                        const int r1e = r0 + 1 + (r0 * 7 + 5) % 19 < rows ? r0 + 1 + (r0 * 7 + 5) % 19 : rows;
+                        kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
+                        r0 = r1e;
+                    }
+                    split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
+                    /* ranges of 5 then 43 rows: pairs of whole groups (rows 16-47 and 48-79 of 100) beside split ones */
+                    for (int i = 0; i < n * rows; i++) Y[i] = NAN;
+                    for (int r0 = 0; r0 < rows;) {
+                        const int r1e = r0 + (r0 ? 43 : 5) < rows ? r0 + (r0 ? 43 : 5) : rows;
+                        kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
+                        r0 = r1e;
+                    }
+                    split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
                 }
-                split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
                 free(px);
                 ops_matmul(&c2, &p, X, n, bb, Y);
                 pool_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
