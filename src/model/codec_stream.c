@@ -460,7 +460,7 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
         tail_save(s->ru_tail[b][r], A, C, hist, M);
         ops_snake(s->ops, tmp, M, tmp, M, ru->act2.a, ru->act2.inv_b, C, M);
         ops_conv1d_ctx(s->ops, tmp, C, M, M, ru->conv2_w, ru->conv2_b, C, 1, 1, 1, 1, A, M);
-        for (size_t i = 0; i < (size_t)C * M; i++) y[i] = A[i] + y[i];
+        ops_add_ctx(s->ops, y, A, (size_t)C * M);
     }
 }
 

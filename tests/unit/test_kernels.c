@@ -1267,6 +1267,66 @@ static void test_conv_transpose_streaming(void) {
     free(yc);
 }
 
+/* Convolutions whose input is large enough that the pool splits output steps
+ * instead of channels (ops_conv_time_split): 2 and 3 threads give the bits of
+ * 1, for conv1d (dilated) and the transposed conv, packed and plain, with a
+ * window that starts past 0 and a partial 64-channel tile. */
+static void test_conv_time_split(void) {
+    enum { CIN = 48, T = 6000, COUT = 40, K = 7, DIL = 3, TCIN = 64, TT = 4200, TCO = 40, R = 3, TK = 2 * R };
+    const int t_out = T - DIL * (K - 1), w0 = R, w1 = R + (TT - 1) * R;
+    float *x = malloc(sizeof(float) * CIN * T), *w = malloc(sizeof(float) * COUT * CIN * K), b[COUT];
+    float *y1 = malloc(sizeof(float) * COUT * t_out), *y2 = malloc(sizeof(float) * COUT * t_out);
+    float *tx = malloc(sizeof(float) * TCIN * TT), *tw = malloc(sizeof(float) * TCIN * TCO * TK);
+    float *ty1 = malloc(sizeof(float) * TCO * (w1 - w0)), *ty2 = malloc(sizeof(float) * TCO * (w1 - w0));
+    fill(x, (size_t)CIN * T, 1.0f);
+    fill(w, (size_t)COUT * CIN * K, 1.0f);
+    fill(b, COUT, 0.5f);
+    fill(tx, (size_t)TCIN * TT, 1.0f);
+    fill(tw, (size_t)TCIN * TCO * TK, 1.0f);
+    float *twt = ops_conv_transpose1d_pack(tw, TCIN, TCO, TK);
+    for (int t = 0; t < n_tables; t++) {
+        int ok = twt != NULL, used = 1;
+        ops_ctx c1;
+        ops_init(&c1, 1, 0);
+        c1.k = tables[t];
+        ops_conv1d_ctx(&c1, x, CIN, T, T, w, b, COUT, K, 1, DIL, 1, y1, t_out);
+        ops_conv_transpose1d_ctx(&c1, tx, TCIN, TT, TT, tw, b, TCO, TK, R, 1, w0, w1, ty1, w1 - w0);
+        for (int nt = 2; nt <= 3; nt++) {
+            ops_ctx c;
+            ops_init(&c, nt, 0);
+            c.k = tables[t];
+            const ops_conv_args a1 = {.cin = CIN, .t_in = T, .groups = 1, .t0 = 0, .t1 = t_out};
+            const ops_conv_args a2 = {.cin = TCIN, .t_in = TT, .groups = 1, .t0 = w0, .t1 = w1};
+            used &= ops_conv_time_split(&c, &a1, 0) && ops_conv_time_split(&c, &a2, 1);
+            memset(y2, 0, sizeof(float) * COUT * t_out);
+            ops_conv1d_ctx(&c, x, CIN, T, T, w, b, COUT, K, 1, DIL, 1, y2, t_out);
+            ok &= memcmp(y1, y2, sizeof(float) * COUT * t_out) == 0;
+            memset(ty2, 0, sizeof(float) * TCO * (w1 - w0));
+            ops_conv_transpose1d_ctx(&c, tx, TCIN, TT, TT, tw, b, TCO, TK, R, 1, w0, w1, ty2, w1 - w0);
+            ok &= memcmp(ty1, ty2, sizeof(float) * TCO * (w1 - w0)) == 0;
+            if (twt) {
+                memset(ty2, 0, sizeof(float) * TCO * (w1 - w0));
+                ops_conv_transpose1d_packed_ctx(&c, tx, TCIN, TT, TT, tw, twt, b, TCO, TK, R, 1, w0, w1, ty2, w1 - w0);
+                ok &= memcmp(ty1, ty2, sizeof(float) * TCO * (w1 - w0)) == 0;
+            }
+            ops_free(&c);
+        }
+        ops_free(&c1);
+        char name[96];
+        snprintf(name, sizeof name, "conv_time_split_%s_same_bits", tables[t]->name);
+        CHECK(name, ok && used, "%s", !used ? "the shapes were not split by time" : "bits depend on the split");
+    }
+    free(twt);
+    free(x);
+    free(w);
+    free(y1);
+    free(y2);
+    free(tx);
+    free(tw);
+    free(ty1);
+    free(ty2);
+}
+
 static void test_snake(void) {
     enum { T = 1003 };
     float x[T], y[T], y2[T];
@@ -1394,6 +1454,7 @@ int main(void) {
     test_conv1d_streaming();
     test_conv_transpose_kernels();
     test_conv_transpose_streaming();
+    test_conv_time_split();
     test_snake();
     test_neon_compiles();
     return test_finish();

@@ -1,5 +1,6 @@
 /* 1-D convolutions: the scalar reference kernels and the entry points that
- * pick a kernel table and split output channels over threads (see conv.h). */
+ * pick a kernel table and split output channels, or for a large input output
+ * steps, over threads (see conv.h). */
 #include "backend/cpu/conv.h"
 
 #include <pthread.h>
@@ -91,7 +92,8 @@ static void conv1d_any(const ops_ctx *c, const ops_kernels *k, const float *x, i
         xph = deinterleave(x, cin, t_in, x_stride, stride, &a.ph_len);
         a.xph = xph;
     }
-    ops_conv_run(c, k->conv1d, &a, (long long)cout * (cin / groups) * kk * t_out);
+    if (stride == 1 && ops_conv_time_split(c, &a, 0)) ops_conv_run_time(c, k->conv1d, &a, 0);
+    else ops_conv_run(c, k->conv1d, &a, (long long)cout * (cin / groups) * kk * t_out);
     free(xph);
 }
 
@@ -114,7 +116,8 @@ static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, 
                        .cout = cout, .k = kk, .stride = stride, .dilation = 1, .groups = groups,
                        .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride, .wt = groups == 1 ? wt : NULL};
     const long long per_out = (long long)(cin / groups) * ((kk + stride - 1) / stride);
-    ops_conv_run(c, k->conv_transpose1d, &a, (long long)cout * (t1 - t0) * per_out);
+    if (ops_conv_time_split(c, &a, 1)) ops_conv_run_time(c, k->conv_transpose1d, &a, 1);
+    else ops_conv_run(c, k->conv_transpose1d, &a, (long long)cout * (t1 - t0) * per_out);
 }
 
 void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias,

@@ -39,6 +39,12 @@ typedef struct conv_job {
     int ch_per_task;
 } conv_job;
 
+typedef struct conv_time_job {
+    void (*fn)(const ops_conv_args *a, int o0, int o1);
+    const ops_conv_args *a;
+    int per, transposed;
+} conv_time_job;
+
 struct ops_rt {
     threadpool *pool;
     atomic_int busy;
@@ -46,6 +52,7 @@ struct ops_rt {
     size_t scratch_cap;
     mm_job mm;
     conv_job conv;
+    conv_time_job conv_time;
 };
 
 void ops_init(ops_ctx *ctx, int n_threads, int force_scalar) {
@@ -205,6 +212,51 @@ static void conv_task(void *arg, int t, int nt) {
     const conv_job *j = arg;
     const int o0 = t * j->ch_per_task, o1 = o0 + j->ch_per_task < j->a->cout ? o0 + j->ch_per_task : j->a->cout;
     if (o0 < o1) j->fn(j->a, o0, o1);
+}
+
+/* Time split: task t computes every output channel over its own range of
+ * output steps (conv1d with stride 1: x, t_in and y shifted; transposed: the
+ * window [t0, t1) and y). Each output is still one computation in the same
+ * order (conv.h), so the split changes no bit. */
+static void conv_time_task(void *arg, int t, int nt) {
+    (void)nt;
+    const conv_time_job *j = arg;
+    const ops_conv_args *a = j->a;
+    const int t0 = a->t0 + t * j->per, t1 = t0 + j->per < a->t1 ? t0 + j->per : a->t1;
+    if (t0 >= t1) return;
+    ops_conv_args b = *a;
+    b.y = a->y + (t0 - a->t0);
+    if (j->transposed) {
+        b.t0 = t0;
+        b.t1 = t1;
+    } else { /* stride 1: outputs [t0, t1) read x[t0, t1 + span - 1) */
+        b.x = a->x + t0;
+        b.t_in = t1 - t0 + a->dilation * (a->k - 1);
+        b.t0 = 0;
+        b.t1 = t1 - t0;
+    }
+    j->fn(&b, 0, b.cout);
+}
+
+int ops_conv_time_split(const ops_ctx *c, const ops_conv_args *a, int transposed) {
+    const int steps = a->t1 - a->t0;
+    return c && c->rt && c->n_threads > 1 && a->groups == 1 && steps >= 2 * 64 * c->n_threads &&
+           (transposed || (size_t)a->cin * (size_t)a->t_in * sizeof(float) >= OPS_CONV_TIME_SPLIT_BYTES);
+}
+
+void ops_conv_run_time(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
+                       int transposed) {
+    struct ops_rt *rt = c ? c->rt : NULL;
+    if (!rt_acquire(rt)) {
+        fn(a, 0, a->cout);
+        return;
+    }
+    /* whole 64-step tiles (of each phase, transposed), a few tasks per thread */
+    const int steps = a->t1 - a->t0, unit = 64 * (transposed ? a->stride : 1);
+    const int per = task_size(steps, c->n_threads, unit);
+    rt->conv_time = (conv_time_job){fn, a, per, transposed};
+    threadpool_run(rt->pool, conv_time_task, &rt->conv_time, (steps + per - 1) / per);
+    rt_release(rt);
 }
 
 void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
@@ -383,8 +435,45 @@ void ops_softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+typedef struct snake_job {
+    const ops_kernels *k;
+    const float *x, *a, *inv_b;
+    float *y;
+    int x_stride, y_stride, C, T;
+} snake_job;
+
+static void snake_task(void *arg, int t, int n_tasks) {
+    const snake_job *j = arg;
+    const int c0 = (int)((long long)j->C * t / n_tasks), c1 = (int)((long long)j->C * (t + 1) / n_tasks);
+    for (int ch = c0; ch < c1; ch++)
+        j->k->snake(j->y + (size_t)ch * j->y_stride, j->x + (size_t)ch * j->x_stride, j->T, j->a[ch], j->inv_b[ch]);
+}
+
 void ops_snake(const ops_ctx *c, const float *x, int x_stride, float *y, int y_stride, const float *a,
                const float *inv_b, int C, int T) {
-    for (int ch = 0; ch < C; ch++)
-        c->k->snake(y + (size_t)ch * y_stride, x + (size_t)ch * x_stride, T, a[ch], inv_b[ch]);
+    snake_job j = {c->k, x, a, inv_b, y, x_stride, y_stride, C, T};
+    /* a few ns per element against ~2 us per pool dispatch; channels split
+     * (each channel's samples are computed alike on any thread: same bits) */
+    const int tasks = (long long)C * T < 16384 ? 1 : c->n_threads < C ? c->n_threads : C;
+    if (tasks <= 1) snake_task(&j, 0, 1);
+    else ops_parallel(c, snake_task, &j, tasks);
+}
+
+typedef struct add_job {
+    float *y;
+    const float *x;
+    size_t n;
+} add_job;
+
+static void add_task(void *arg, int t, int n_tasks) {
+    const add_job *j = arg;
+    const size_t a = j->n * t / n_tasks, b = j->n * (t + 1) / n_tasks;
+    for (size_t i = a; i < b; i++) j->y[i] = j->x[i] + j->y[i];
+}
+
+void ops_add_ctx(const ops_ctx *c, float *y, const float *x, size_t n) {
+    add_job j = {y, x, n};
+    const int tasks = !c || n < 65536 ? 1 : c->n_threads;
+    if (tasks <= 1) add_task(&j, 0, 1);
+    else ops_parallel(c, add_task, &j, tasks);
 }

@@ -223,4 +223,7 @@ void ops_softmax(float *x, int n);
 void ops_snake(const ops_ctx *c, const float *x, int x_stride, float *y, int y_stride, const float *a,
                const float *inv_b, int C, int T);
 
+/* y[i] = x[i] + y[i] over n elements, split over the context's threads (c may be NULL). */
+void ops_add_ctx(const ops_ctx *c, float *y, const float *x, size_t n);
+
 #endif
