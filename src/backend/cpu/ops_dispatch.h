@@ -38,9 +38,8 @@ void ops_matmul_with(const ops_kernels *k, const qt_mat *W, const float *X, int 
  * thread): a transposed conv always (its kernel's register tile is 64 output
  * channels, which a channel split into tasks cuts into narrow ones); a conv1d
  * when its input is too large to share one core's L2
- * (OPS_CONV_TIME_SPLIT_BYTES), so each core reads only its part of it.
- * Measured on the codec decoder (2 threads, AVX-512): 27.2 -> 25.9 ms per
- * frame in 4-frame chunks, 42.1 -> 39.3 in 1-frame chunks (medians of 5). */
+ * (OPS_CONV_TIME_SPLIT_BYTES), so each core reads only its part of it
+ * (docs/BENCH.md, fourth pass, has the codec decoder before and after). */
 #define OPS_CONV_TIME_SPLIT_BYTES (1u << 20)
 int ops_conv_time_split(const ops_ctx *c, const ops_conv_args *a, int transposed);
 /* Run a conv kernel over every output channel, output steps [a->t0, a->t1)
