@@ -6,7 +6,8 @@
  * thread count: decoding in chunks yields the same bits as one pass.
  * The SIMD kernels (conv_avx2.c, conv_avx512.c) keep that order per output and
  * fuse each multiply-add (FMA), so they differ from the scalar reference in
- * the last bits only; they vectorise over time, threads split output channels or, for long inputs, output steps.
+ * the last bits only; they vectorise over time, threads split output channels
+ * or output steps (ops_conv_time_split in ops_dispatch.h).
  *
  * The plain functions run on the calling thread with the process's default
  * kernel table (the best for this CPU, or QTTS_ISA); the _ctx variants use the
