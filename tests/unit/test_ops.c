@@ -273,6 +273,26 @@ static void test_elementwise(void) {
         free(gb);
         free(ub);
     }
+    {
+        /* the pooled add y = x + y (large enough to split over 3 threads): x + y exactly per element */
+        enum { NA = 100003 };
+        float *xa = malloc(sizeof(float) * NA), *ya = malloc(sizeof(float) * NA), *y0 = malloc(sizeof(float) * NA);
+        int ok = xa && ya && y0;
+        if (ok) {
+            fill(xa, NA, 4.0f);
+            fill(y0, NA, 4.0f);
+            memcpy(ya, y0, sizeof(float) * NA);
+            ops_ctx pc;
+            ops_init(&pc, 3, 0);
+            ops_add_ctx(&pc, ya, xa, NA);
+            ops_free(&pc);
+            for (int i = 0; i < NA && ok; i++) ok = ya[i] == xa[i] + y0[i];
+        }
+        CHECK("add_ctx_split_exact", ok, "an element is not x + y after the pooled add");
+        free(xa);
+        free(ya);
+        free(y0);
+    }
     memcpy(g, g0, sizeof g);
     ops_silu(g, N);
     worst = 0;

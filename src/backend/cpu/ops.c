@@ -367,29 +367,39 @@ void ops_swiglu(float *g, const float *u, int n) {
     for (int i = 0; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 }
 
-typedef struct swiglu_job {
-    float *g;
-    const float *u;
-    int n;
-} swiglu_job;
+/* Elementwise work over n floats split over the pool in even ranges (any
+ * split gives the same bits): SwiGLU g = silu(g) u, and the add y = x + y. */
+typedef enum { PAIR_SWIGLU, PAIR_ADD } pair_op;
 
-static void swiglu_task(void *arg, int t, int n_tasks) {
-    const swiglu_job *j = arg;
-    const int a = (int)((long long)j->n * t / n_tasks), b = (int)((long long)j->n * (t + 1) / n_tasks);
-    ops_swiglu(j->g + a, j->u + a, b - a);
+typedef struct pair_job {
+    pair_op op;
+    float *y;
+    const float *x;
+    size_t n;
+} pair_job;
+
+static void pair_range(const pair_job *j, size_t a, size_t b) {
+    if (j->op == PAIR_SWIGLU) ops_swiglu(j->y + a, j->x + a, (int)(b - a));
+    else
+        for (size_t i = a; i < b; i++) j->y[i] = j->x[i] + j->y[i];
+}
+
+static void pair_task(void *arg, int t, int n_tasks) {
+    const pair_job *j = arg;
+    pair_range(j, j->n * t / n_tasks, j->n * (t + 1) / n_tasks);
+}
+
+/* on the calling thread below min_split elements (not worth a ~2 us dispatch) */
+static void pair_run(const ops_ctx *c, pair_op op, float *y, const float *x, size_t n, size_t min_split) {
+    pair_job j = {op, y, x, n};
+    if (!c || c->n_threads <= 1 || n < min_split) pair_range(&j, 0, n);
+    else ops_parallel(c, pair_task, &j, c->n_threads);
 }
 
 void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n) {
-    /* ~10 ns per element against ~2 us per pool dispatch: one row of a
-     * 1024-wide MLP (talker, predictor) is already worth splitting */
-    int tasks = c ? c->n_threads : 1;
-    if (n < 1024) tasks = 1;
-    if (tasks <= 1) {
-        ops_swiglu(g, u, n);
-        return;
-    }
-    swiglu_job j = {g, u, n};
-    ops_parallel(c, swiglu_task, &j, tasks);
+    /* ~10 ns per element: one row of a 1024-wide MLP (talker, predictor) is
+     * already worth splitting */
+    if (n > 0) pair_run(c, PAIR_SWIGLU, g, u, (size_t)n, 1024);
 }
 
 void ops_rope_angles(float *cs, int d, int pos, const float *inv_freq) {
@@ -459,21 +469,4 @@ void ops_snake(const ops_ctx *c, const float *x, int x_stride, float *y, int y_s
     else ops_parallel(c, snake_task, &j, tasks);
 }
 
-typedef struct add_job {
-    float *y;
-    const float *x;
-    size_t n;
-} add_job;
-
-static void add_task(void *arg, int t, int n_tasks) {
-    const add_job *j = arg;
-    const size_t a = j->n * t / n_tasks, b = j->n * (t + 1) / n_tasks;
-    for (size_t i = a; i < b; i++) j->y[i] = j->x[i] + j->y[i];
-}
-
-void ops_add_ctx(const ops_ctx *c, float *y, const float *x, size_t n) {
-    add_job j = {y, x, n};
-    const int tasks = !c || n < 65536 ? 1 : c->n_threads;
-    if (tasks <= 1) add_task(&j, 0, 1);
-    else ops_parallel(c, add_task, &j, tasks);
-}
+void ops_add_ctx(const ops_ctx *c, float *y, const float *x, size_t n) { pair_run(c, PAIR_ADD, y, x, n, 65536); }
