@@ -78,6 +78,12 @@ typedef struct qtts_model_params {
     int tokenizer_alt_regex; /* 1 = the Mistral-patched pre-split regex of transformers
                                 4.57 local loads instead of the stock Qwen2 one; default 0 */
     int load_codec;          /* 1 = also load speech_tokenizer/ (needed for audio); default 1 */
+    int huge_pages;          /* 1 = the matrices read every frame (talker and code predictor
+                                layers and heads, as stored or quantised) are copied at load
+                                into one mapping advised for 2 MiB transparent huge pages
+                                (fewer TLB misses while streaming them; same values, same
+                                resident size); 0 = stored ones are read in place from the
+                                file mapping; default 1 */
     qtts_log_fn log;         /* diagnostics sink; NULL = discard; default NULL */
     void *log_user;          /* passed to log; default NULL */
 } qtts_model_params;

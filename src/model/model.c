@@ -22,6 +22,7 @@ qtts_model_params qtts_model_default_params(void) {
     p.predictor_weights = QTTS_WEIGHTS_DEFAULT;
     p.tokenizer_alt_regex = 0;
     p.load_codec = 1;
+    p.huge_pages = 1;
     return p;
 }
 
@@ -76,11 +77,22 @@ static const char *format_name(qtts_weight_type t) {
     return t == QTTS_WEIGHTS_Q8 ? "q8" : t == QTTS_WEIGHTS_Q4 ? "q4" : "native";
 }
 
-/* Replace a matrix that points into the mmap by its quantised copy, then
+/* Put a per-frame matrix that points into the mmap in its in-memory format t
+ * (quantised, or as stored), in the huge-page arena when there is one, then
  * let the kernel drop the source pages from this process (they were only
- * read to quantise), so resident memory holds the quantised bytes only. */
+ * read to copy or quantise), so resident memory holds each matrix once. */
 static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qtts_error *e) {
-    if (t == QTTS_WEIGHTS_NATIVE) return QTTS_OK;
+    if (t == QTTS_WEIGHTS_NATIVE) {
+        /* as stored: a copy in the arena if there is one, the file's pages dropped */
+        const size_t nb = (size_t)w->rows * w->cols * dtype_size(w->dtype);
+        void *p = huge_arena_alloc(&m->weights_arena, nb);
+        if (p) {
+            memcpy(p, w->data, nb);
+            st_release(&m->st, w->data, nb);
+            w->data = p;
+        }
+        return QTTS_OK;
+    }
     qt_mat q;
     memset(&q, 0, sizeof q);
     qtts_status s = qmat_quantize(w, t == QTTS_WEIGHTS_Q8 ? QT_Q8_B32 : QT_Q4M_B32, &q, e);
@@ -91,8 +103,28 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
         qmat_free(&q);
         return s;
     }
+    (void)qmat_move_to_arena(&q, &m->weights_arena); /* no arena or no room: q keeps its buffer */
     *w = q;
     return QTTS_OK;
+}
+
+/* An upper bound of the arena bytes of w in format t: as stored, or
+ * quantised in any format (int8 data, f16 scales and minima, rows padded to
+ * 16, each part 64-byte aligned). */
+static size_t arena_bytes_max(const qt_mat *w, qtts_weight_type t) {
+    if (t == QTTS_WEIGHTS_NATIVE) return (size_t)w->rows * w->cols * dtype_size(w->dtype) + 64;
+    const size_t rows16 = ((size_t)w->rows + 15) / 16 * 16, kpad = (size_t)qt_kpad(w->cols);
+    return rows16 * kpad + 2 * rows16 * (kpad / QT_BLOCK) * 2 + 3 * 64;
+}
+
+static size_t layers_arena_bytes_max(const tf_weights *tw, qtts_weight_type t) {
+    size_t n = 0;
+    for (int l = 0; l < tw->cfg.n_layers; l++) {
+        const tf_layer *L = &tw->layers[l];
+        const qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+        for (int i = 0; i < 7; i++) n += arena_bytes_max(ms[i], t);
+    }
+    return n;
 }
 
 static qtts_status quantize_layers(qtts_model *m, tf_weights *tw, qtts_weight_type t, qtts_error *e) {
@@ -114,11 +146,22 @@ static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
         return err_set(e, QTTS_ERR_INVALID_ARG, "unknown weight type (talker %d, predictor %d)", (int)tt, (int)pt);
     m->talker_format = format_name(tt);
     m->predictor_format = format_name(pt);
+    /* one huge-page arena for the per-frame matrices (virtual until used;
+     * without it quantised matrices keep their own buffers and stored ones
+     * stay in the file mapping) */
+    if (m->params.huge_pages) {
+        size_t reserve = layers_arena_bytes_max(&m->talker.tf, tt) + arena_bytes_max(&m->talker.codec_head, tt) +
+                         layers_arena_bytes_max(&m->cp.tf, pt);
+        for (int g = 0; g < m->cp.n_groups; g++) reserve += arena_bytes_max(&m->cp.head[g], pt);
+        if (m->cp.has_proj) reserve += arena_bytes_max(&m->cp.proj, pt);
+        (void)huge_arena_reserve(&m->weights_arena, reserve);
+    }
     qtts_status s = quantize_layers(m, &m->talker.tf, tt, e);
     if (!s) s = quantize_mat(m, &m->talker.codec_head, tt, e);
     if (!s) s = quantize_layers(m, &m->cp.tf, pt, e);
     for (int g = 0; g < m->cp.n_groups && !s; g++) s = quantize_mat(m, &m->cp.head[g], pt, e);
     if (!s && m->cp.has_proj) s = quantize_mat(m, &m->cp.proj, pt, e);
+    huge_arena_trim(&m->weights_arena);
     return s;
 }
 
@@ -265,6 +308,7 @@ void qtts_model_free(qtts_model *m) {
     codec_encoder_free(m->codec_enc);
     speaker_encoder_free(m->spk_enc);
     st_close(&m->st);
+    huge_arena_release(&m->weights_arena);
     ops_free(&m->ops);
     free(m->dir);
     free(m);

@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "model/talker.h"
 #include "model/text_tokenizer.h"
+#include "util/huge_arena.h"
 
 struct qtts_model {
     char *dir;                 /* checkpoint folder */
@@ -17,6 +18,7 @@ struct qtts_model {
     qtts_config cfg;
     gen_config gen;            /* generation_config.json */
     st_set st;                 /* model.safetensors (mmap) */
+    huge_arena weights_arena;  /* the quantised matrices (huge pages); released last */
     ops_ctx ops;
     talker_weights talker;
     cp_weights cp;

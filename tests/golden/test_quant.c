@@ -125,7 +125,55 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
     qtts_model_free(m);
 }
 
+/* Greedy codes of 12 forced frames with the per-frame matrices in the huge-page
+ * arena (the default) and read in place from the file mapping (huge_pages 0):
+ * the same codes, as stored and quantised (the arena moves bytes, it never
+ * changes them). */
+static int32_t *codes_with(const char *cs, qtts_weight_type wt, int huge, int *n) {
+    char err[1024];
+    qtts_model_params mp = qtts_model_default_params();
+    mp.weights = wt;
+    mp.load_codec = 0;
+    mp.huge_pages = huge;
+    qtts_model *m = NULL;
+    qtts_context *ctx = NULL;
+    int32_t *codes = NULL;
+    *n = 0;
+    if (qtts_model_load(&m, test_path("golden/data/%s", cs), &mp, err, sizeof err) == QTTS_OK &&
+        qtts_context_new(m, NULL, &ctx) == QTTS_OK) {
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.talker.do_sample = gp.predictor.do_sample = 0;
+        static const int32_t ids[] = {97, 11, 879, 13}; /* the tiny checkpoints have 1024 text ids */
+        gp.text_ids = ids;
+        gp.n_text_ids = 4;
+        gp.force_frames = 12;
+        if (qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, n) != QTTS_OK) {
+            printf("# %s\n", qtts_context_last_error(ctx));
+            *n = 0;
+        }
+    }
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+    return codes;
+}
+
+static void test_huge_pages_same_codes(void) {
+    static const qtts_weight_type wts[] = {QTTS_WEIGHTS_NATIVE, QTTS_WEIGHTS_Q8, QTTS_WEIGHTS_Q4};
+    static const char *names[] = {"native", "q8", "q4"};
+    for (int i = 0; i < 3; i++) {
+        int n0 = 0, n1 = 0;
+        int32_t *c0 = codes_with("custom_voice", wts[i], 0, &n0), *c1 = codes_with("custom_voice", wts[i], 1, &n1);
+        char name[96];
+        snprintf(name, sizeof name, "quant/huge_pages_same_codes/%s", names[i]);
+        test_report(name, n0 == 12 && n1 == 12 && memcmp(c0, c1, sizeof(int32_t) * 16 * 12) == 0,
+                    "frames %d and %d, or the codes differ", n0, n1);
+        free(c0);
+        free(c1);
+    }
+}
+
 int main(void) {
+    test_huge_pages_same_codes();
     const char *cases[] = {"custom_voice", "voice_design", "e2e_string"};
     for (int i = 0; i < 3; i++) {
         run(cases[i], QTTS_WEIGHTS_Q8, "q8", 0.1, 0.85);

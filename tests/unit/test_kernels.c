@@ -1420,7 +1420,7 @@ static void test_neon_compiles(void) {
     }
     snprintf(cmd, sizeof cmd,
              "cd %s/.. && aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Itests/common "
-             "tests/unit/test_kernels.c tests/common/test.c src/util/dtype.c src/util/error.c "
+             "tests/unit/test_kernels.c tests/common/test.c src/util/dtype.c src/util/error.c src/util/huge_arena.c "
              "$(ls src/backend/cpu/*.c | grep -v -e _avx2.c -e _avx512.c) -lm -lpthread -o %s/t > %s/out.txt 2>&1 && "
              "QTTS_TEST_DIR=$PWD/tests qemu-aarch64 -L /usr/aarch64-linux-gnu %s/t > %s/out.txt 2>&1; "
              "rc=$?; grep -q '^ok matmul_neon_Q4_B32_vs_scalar' %s/out.txt && grep -q '^# [0-9]* passed, 0 failed' %s/out.txt "

@@ -67,6 +67,7 @@ typedef struct qt_mat {
     const uint16_t *scales; /* quantised: f16 [rows][kpad/32] block scales d; else NULL */
     const uint16_t *mins;   /* QT_Q4M_B32: f16 [rows][kpad/32] block minima m; else NULL */
     void *owned;            /* buffer released by qmat_free (NULL: borrowed) */
+    size_t owned_bytes;     /* its size: data, scales and mins, each 64-byte aligned, in that order */
 } qt_mat;
 
 /* 1 if m is quantised (dtype DT_I8 or DT_U8): only then are quant, scales,

@@ -161,6 +161,7 @@ qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error 
     m.scales = sc;
     m.mins = mins;
     m.owned = buf;
+    m.owned_bytes = total;
     *dst = m;
     return QTTS_OK;
 }
@@ -192,6 +193,22 @@ qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e) {
     m->scales = sc;
     m->quant = QT_Q8_B32_X16;
     m->owned = buf;
+    m->owned_bytes = data_bytes + sc_bytes;
+    return QTTS_OK;
+}
+
+qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a) {
+    if (!m || !qt_is_quant(m) || !m->owned || !m->owned_bytes) return QTTS_ERR_INVALID_ARG;
+    uint8_t *buf = huge_arena_alloc(a, m->owned_bytes);
+    if (!buf) return QTTS_ERR_NOMEM;
+    const uint8_t *old = m->owned;
+    memcpy(buf, old, m->owned_bytes);
+    m->data = buf + ((const uint8_t *)m->data - old);
+    m->scales = (const uint16_t *)(buf + ((const uint8_t *)m->scales - old));
+    if (m->mins) m->mins = (const uint16_t *)(buf + ((const uint8_t *)m->mins - old));
+    free(m->owned);
+    m->owned = NULL; /* the arena's owner frees it */
+    m->owned_bytes = 0;
     return QTTS_OK;
 }
 

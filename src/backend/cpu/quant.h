@@ -38,6 +38,7 @@
 
 #include "backend/cpu/ops.h"
 #include "util/error.h"
+#include "util/huge_arena.h"
 
 #define QT_BLOCK 32
 #define QT_KPAD_ALIGN 128
@@ -54,6 +55,12 @@ qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error 
  * QT_Q8_B32_X16 (same values; the old buffer is freed). On failure m is
  * unchanged. */
 qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e);
+
+/* Move a matrix made by qmat_quantize (or regrouped) into arena storage (the
+ * values unchanged; its own buffer is freed and owned becomes NULL, so
+ * qmat_free leaves the bytes to the arena's owner). QTTS_ERR_NOMEM when the
+ * arena has no room: m is then unchanged and keeps its buffer. */
+qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a);
 
 /* Release a matrix made by qmat_quantize (and zero it); accepts NULL and a
  * zeroed matrix. Only for matrices from qmat_quantize (or zero-initialised). */

@@ -1,0 +1,55 @@
+/* Bump allocator over one MADV_HUGEPAGE mapping (see huge_arena.h). */
+#include "util/huge_arena.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+int huge_arena_reserve(huge_arena *a, size_t cap) {
+    memset(a, 0, sizeof *a);
+    if (cap == 0 || cap > SIZE_MAX - 2 * HUGE_ARENA_PAGE) return -1;
+    cap = (cap + HUGE_ARENA_PAGE - 1) & ~(HUGE_ARENA_PAGE - 1);
+    const size_t len = cap + HUGE_ARENA_PAGE; /* room to start on a 2 MiB boundary */
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_NORESERVE
+    flags |= MAP_NORESERVE;
+#endif
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    a->map = p;
+    a->map_len = len;
+    a->base = (unsigned char *)(((uintptr_t)p + HUGE_ARENA_PAGE - 1) & ~(uintptr_t)(HUGE_ARENA_PAGE - 1));
+    a->cap = cap;
+#ifdef MADV_HUGEPAGE
+    a->advised = madvise(a->base, cap, MADV_HUGEPAGE) == 0;
+#endif
+    return 0;
+}
+
+void *huge_arena_alloc(huge_arena *a, size_t n) {
+    if (!a || !a->base || n == 0) return NULL;
+    const size_t at = (a->used + 63) & ~(size_t)63;
+    if (at > a->cap || n > a->cap - at) return NULL;
+    a->used = at + n;
+    return a->base + at;
+}
+
+void huge_arena_trim(huge_arena *a) {
+    if (!a || !a->map) return;
+    if (a->used == 0) {
+        huge_arena_release(a);
+        return;
+    }
+    const size_t keep = (a->used + HUGE_ARENA_PAGE - 1) & ~(HUGE_ARENA_PAGE - 1);
+    unsigned char *end = (unsigned char *)a->map + a->map_len, *cut = a->base + keep;
+    if (end > cut && munmap(cut, (size_t)(end - cut)) == 0) {
+        a->map_len = (size_t)(cut - (unsigned char *)a->map);
+        a->cap = keep;
+    }
+}
+
+void huge_arena_release(huge_arena *a) {
+    if (!a) return;
+    if (a->map) munmap(a->map, a->map_len);
+    memset(a, 0, sizeof *a);
+}

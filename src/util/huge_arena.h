@@ -1,0 +1,41 @@
+/* A bump allocator over one anonymous mapping advised for 2 MiB transparent
+ * huge pages, for weights made at load (quantised matrices) that live as long
+ * as the model. Streaming hundreds of MB per frame through 4 KiB pages costs
+ * a TLB walk every 4 KiB (under a hypervisor, a two-level one); huge pages cut
+ * those walks 512-fold (docs/BENCH.md: the 0.6B int8 talker and predictor,
+ * 4 KiB pages vs this arena). The reservation is virtual (MAP_NORESERVE):
+ * only the bytes handed out become resident. Where the kernel has no
+ * transparent huge pages the arena still works, with normal pages. */
+#ifndef QTTS_UTIL_HUGE_ARENA_H
+#define QTTS_UTIL_HUGE_ARENA_H
+
+#include <stddef.h>
+
+#define HUGE_ARENA_PAGE ((size_t)2 << 20)
+
+typedef struct huge_arena {
+    void *map;       /* the mapping (NULL: none reserved) */
+    size_t map_len;  /* its length in bytes */
+    unsigned char *base; /* first 2 MiB boundary inside it: allocations start here */
+    size_t cap;      /* bytes usable from base */
+    size_t used;     /* bytes handed out (each allocation 64-byte aligned) */
+    int advised;     /* 1 if the kernel accepted MADV_HUGEPAGE */
+} huge_arena;
+
+/* Reserve cap bytes (virtual). 0 on success, -1 if the mapping failed (the
+ * arena stays empty and every huge_arena_alloc returns NULL). */
+int huge_arena_reserve(huge_arena *a, size_t cap);
+
+/* n bytes, 64-byte aligned, zero-filled on first touch; NULL when the
+ * reservation has no room (callers then keep their own buffer). Never freed
+ * one by one: huge_arena_release frees everything. */
+void *huge_arena_alloc(huge_arena *a, size_t n);
+
+/* Give the untouched tail of the reservation back (after the last allocation
+ * of a load); later allocations fail. */
+void huge_arena_trim(huge_arena *a);
+
+/* Unmap everything; a NULL or empty arena is fine. */
+void huge_arena_release(huge_arena *a);
+
+#endif
