@@ -228,15 +228,16 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
     return QTTS_OK;
 }
 
-/* The packed copy of a transposed conv's weights (see ops_conv_transpose1d_pack);
- * the mapped original is then released, as the kernels that read the copy never
- * touch it (a kernel table without a packed path faults it back in). */
-static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, int cin, int cout, int k,
-                              const float **out) {
-    float *wt = own(d, ops_conv_transpose1d_pack(w, cin, cout, k));
-    if (!wt) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
+/* A transposed conv's weights and bias packed as a conv1d over its input (see
+ * ops_conv_transpose1d_pack_conv); the mapped original is then released, as
+ * the decoder reads only the copy (a call the packed form cannot take would
+ * fault it back in). */
+static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, const float *bias, int cin, int cout,
+                              int k, int stride, const float **out) {
+    float *wc = own(d, ops_conv_transpose1d_pack_conv(w, bias, cin, cout, k, stride));
+    if (!wc) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
     st_release(&d->st, w, sizeof(float) * (size_t)cin * cout * k);
-    *out = wt;
+    *out = wc;
     return QTTS_OK;
 }
 
@@ -360,7 +361,8 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         up->ratio = c->up_ratio[u];
         W3(up->tconv_w, L, L, up->ratio, "upsample.%d.0.conv.weight", u);
         W1(up->tconv_b, L, "upsample.%d.0.conv.bias", u);
-        if ((st = pack_tconv(d, e, up->tconv_w, L, L, up->ratio, &up->tconv_wt)) != QTTS_OK) return st;
+        if ((st = pack_tconv(d, e, up->tconv_w, up->tconv_b, L, L, up->ratio, up->ratio, &up->tconv_wc)) != QTTS_OK)
+            return st;
         W3(up->dw_w, L, 1, K, "upsample.%d.1.dwconv.conv.weight", u);
         W1(up->dw_b, L, "upsample.%d.1.dwconv.conv.bias", u);
         W1(up->ln_w, L, "upsample.%d.1.norm.weight", u);
@@ -386,7 +388,9 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         if ((st = snake(d, e, &bl->act, bl->cin, pre)) != QTTS_OK) return st;
         W3(bl->tconv_w, bl->cin, bl->cout, 2 * bl->rate, "decoder.%d.block.1.conv.weight", b + 1);
         W1(bl->tconv_b, bl->cout, "decoder.%d.block.1.conv.bias", b + 1);
-        if ((st = pack_tconv(d, e, bl->tconv_w, bl->cin, bl->cout, 2 * bl->rate, &bl->tconv_wt)) != QTTS_OK) return st;
+        if ((st = pack_tconv(d, e, bl->tconv_w, bl->tconv_b, bl->cin, bl->cout, 2 * bl->rate, bl->rate,
+                             &bl->tconv_wc)) != QTTS_OK)
+            return st;
         for (int r = 0; r < CODEC_N_RES; r++) {
             codec_resunit *ru = &bl->ru[r];
             const int C = bl->cout;

@@ -59,7 +59,7 @@ typedef struct codec_layer {
 typedef struct codec_upsample {
     int ratio;             /* transposed conv kernel = stride = ratio */
     const float *tconv_w;  /* [LAT][LAT][ratio] (ConvTranspose1d layout) */
-    const float *tconv_wt; /* the same packed [ratio][LAT][LAT] (ops_conv_transpose1d_pack) */
+    const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv) */
     const float *tconv_b;  /* [LAT] */
     const float *dw_w;     /* [LAT][1][7] depthwise causal conv */
     const float *dw_b;     /* [LAT] */
@@ -86,7 +86,7 @@ typedef struct codec_block {
     int cin, cout, rate;   /* (1536, 768, 8), (768, 384, 5), (384, 192, 4), (192, 96, 3) */
     codec_snake act;       /* [cin] */
     const float *tconv_w;  /* [cin][cout][2*rate] causal transposed conv, stride rate */
-    const float *tconv_wt; /* the same packed [2*rate][cin][cout] (ops_conv_transpose1d_pack) */
+    const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv) */
     const float *tconv_b;  /* [cout] */
     codec_resunit ru[CODEC_N_RES];
 } codec_block;

@@ -283,10 +283,11 @@ static void to_channel_major(float *dst, int dst_stride, const float *src, int C
  * accumulated over i in order, older input first (the order of
  * ops_conv_transpose1d). */
 static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int x_stride, const float *w,
-                         const float *wt, const float *bias, int cout, int r, float *y, int y_stride) {
+                         const float *wc, const float *bias, int cout, int r, float *y, int y_stride, float *scratch) {
     /* the full transposed conv over the m + 1 inputs, output window [r, r + m r) */
-    ops_conv_transpose1d_packed_ctx(ops, x, cin, m + 1, x_stride, w, wt, bias, cout, 2 * r, r, 1, r, r + m * r, y,
-                                    y_stride);
+    if (!ops_conv_transpose1d_conv_ctx(ops, x, cin, m + 1, x_stride, wc, cout, 2 * r, r, r, r + m * r, y, y_stride,
+                                       scratch))
+        ops_conv_transpose1d_ctx(ops, x, cin, m + 1, x_stride, w, bias, cout, 2 * r, r, 1, r, r + m * r, y, y_stride);
 }
 
 /* LayerNorm over C of one time step (eps 1e-6; biased variance in double). */
@@ -421,8 +422,11 @@ static void upsample_stage(codec_stream *s, int u, const float *in, int m, int i
     const codec_upsample *U = &d->up[u];
     const int C = d->cfg.latent, M = m * U->ratio, ws = 6 + M;
     tail_load(work, s->up_tail[u], C, 6, M);
-    ops_conv_transpose1d_packed_ctx(s->ops, in, C, m, in_stride, U->tconv_w, U->tconv_wt, U->tconv_b, C, U->ratio,
-                                    U->ratio, 1, 0, m * U->ratio, work + 6, ws);
+    /* tmp [C][M] is free until the depthwise conv: the phases of the transposed conv */
+    if (!ops_conv_transpose1d_conv_ctx(s->ops, in, C, m, in_stride, U->tconv_wc, C, U->ratio, U->ratio, 0, M,
+                                       work + 6, ws, tmp))
+        ops_conv_transpose1d_ctx(s->ops, in, C, m, in_stride, U->tconv_w, U->tconv_b, C, U->ratio, U->ratio, 1, 0, M,
+                                 work + 6, ws);
     ops_conv1d_ctx(s->ops, work, C, ws, ws, U->dw_w, U->dw_b, C, CODEC_CONV_K, 1, 1, C, tmp, M);
     tail_save(s->up_tail[u], work, C, 6, M);
     to_time_major(s->cv_tm, tmp, C, M, M);
@@ -448,7 +452,8 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
     tail_load(A, s->blk_tail[b], bl->cin, 1, m);
     ops_snake(s->ops, x, m, A + 1, 1 + m, bl->act.a, bl->act.inv_b, bl->cin, m);
     float *y = out; /* block output / residual stream [C][M] */
-    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wt, bl->tconv_b, C, bl->rate, y, M);
+    /* x is consumed (A holds its activation): scratch for the transposed conv's phases */
+    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wc, bl->tconv_b, C, bl->rate, y, M, x);
     tail_save(s->blk_tail[b], A, bl->cin, 1, m);
     float *tmp = x; /* free now: [C][M] fits in a big buffer */
     for (int r = 0; r < CODEC_N_RES; r++) {

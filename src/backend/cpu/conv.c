@@ -109,12 +109,12 @@ void ops_conv1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_s
 }
 
 static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, int cin, int t_in, int x_stride,
-                        const float *w, const float *wt, const float *bias, int cout, int kk, int stride, int groups,
-                        int t0, int t1, float *y, int y_stride) {
+                        const float *w, const float *bias, int cout, int kk, int stride, int groups, int t0, int t1,
+                        float *y, int y_stride) {
     if (t_in <= 0 || t1 <= t0 || cout <= 0) return;
     ops_conv_args a = {.x = x, .cin = cin, .t_in = t_in, .x_stride = x_stride, .w = w, .bias = bias,
                        .cout = cout, .k = kk, .stride = stride, .dilation = 1, .groups = groups,
-                       .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride, .wt = groups == 1 ? wt : NULL};
+                       .t0 = t0, .t1 = t1, .y = y, .y_stride = y_stride};
     const long long per_out = (long long)(cin / groups) * ((kk + stride - 1) / stride);
     if (ops_conv_time_split(c, &a, 1)) ops_conv_run_time(c, k->conv_transpose1d, &a, 1);
     else ops_conv_run(c, k->conv_transpose1d, &a, (long long)cout * (t1 - t0) * per_out);
@@ -123,30 +123,70 @@ static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, 
 void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias,
                           int cout, int k, int stride, int groups, float *y, int y_stride) {
     const int t_out = (t_in - 1) * stride + k;
-    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, NULL, bias, cout, k, stride, groups, 0, t_out, y,
-                y_stride);
+    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, 0, t_out, y, y_stride);
 }
 
 void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *w,
                               const float *bias, int cout, int k, int stride, int groups, int t0, int t1, float *y,
                               int y_stride) {
-    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, NULL, bias, cout, k, stride, groups, t0, t1, y, y_stride);
+    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, t0, t1, y, y_stride);
 }
 
-void ops_conv_transpose1d_packed_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
-                                     const float *w, const float *wt, const float *bias, int cout, int k,
-                                     int stride, int groups, int t0, int t1, float *y, int y_stride) {
-    conv_tr_any(c, c->k, x, cin, t_in, x_stride, w, wt, bias, cout, k, stride, groups, t0, t1, y, y_stride);
+float *ops_conv_transpose1d_pack_conv(const float *w, const float *bias, int cin, int cout, int k, int stride) {
+    if (!w || cin <= 0 || cout <= 0 || stride <= 0 || k <= 0 || k % stride) return NULL;
+    const int kk = k / stride;
+    const size_t nw = (size_t)stride * cout * cin * kk, n = nw + (size_t)stride * cout;
+    float *wc = aligned_alloc(64, (sizeof(float) * n + 63) & ~(size_t)63);
+    if (!wc) return NULL;
+    for (int p = 0; p < stride; p++)
+        for (int o = 0; o < cout; o++) {
+            float *dst = wc + ((size_t)p * cout + o) * cin * kk;
+            for (int i = 0; i < cin; i++)
+                for (int u = 0; u < kk; u++)
+                    dst[(size_t)i * kk + u] = w[((size_t)i * cout + o) * k + p + (size_t)(kk - 1 - u) * stride];
+            wc[nw + (size_t)p * cout + o] = bias ? bias[o] : 0.0f;
+        }
+    return wc;
 }
 
-float *ops_conv_transpose1d_pack(const float *w, int cin, int cout, int k) {
-    if (!w || cin <= 0 || cout <= 0 || k <= 0) return NULL;
-    const size_t n = (size_t)OPS_TCONV_TILE_COUNT(cout) * k * cin * OPS_TCONV_TILE;
-    float *wt = aligned_alloc(64, sizeof(float) * n);
-    if (!wt) return NULL;
-    memset(wt, 0, sizeof(float) * n); /* the padding of a last partial tile */
-    for (int i = 0; i < cin; i++)
-        for (int o = 0; o < cout; o++)
-            for (int t = 0; t < k; t++) wt[OPS_TCONV_AT(cin, k, i, o, t)] = w[((size_t)i * cout + o) * k + t];
-    return wt;
+/* y[o][u stride + p] = yc[p cout + o][u] over output channels [o0, o1). */
+typedef struct interleave_job {
+    const float *yc;
+    float *y;
+    int cout, nu, stride, y_stride;
+} interleave_job;
+
+static void interleave_range(const interleave_job *j, int o0, int o1) {
+    const int s = j->stride, nu = j->nu;
+    for (int o = o0; o < o1; o++) {
+        float *yo = j->y + (size_t)o * j->y_stride;
+        for (int p = 0; p < s; p++) {
+            const float *src = j->yc + ((size_t)p * j->cout + o) * nu;
+            for (int u = 0; u < nu; u++) yo[(size_t)u * s + p] = src[u];
+        }
+    }
 }
+
+static void interleave_task(void *arg, int t, int n_tasks) {
+    const interleave_job *j = arg;
+    interleave_range(j, (int)((long long)j->cout * t / n_tasks), (int)((long long)j->cout * (t + 1) / n_tasks));
+}
+
+int ops_conv_transpose1d_conv_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *wc,
+                                  int cout, int k, int stride, int t0, int t1, float *y, int y_stride,
+                                  float *scratch) {
+    if (!wc || !scratch || stride <= 0 || k <= 0 || k % stride || t1 <= t0 || t0 % stride || t1 % stride) return 0;
+    const int kk = k / stride;
+    if (t0 < (kk - 1) * stride || t1 > t_in * stride) return 0;
+    const int u0 = t0 / stride - (kk - 1), nu = (t1 - t0) / stride, cc = stride * cout;
+    const float *bias = wc + (size_t)cc * cin * kk;
+    conv1d_any(c, c ? c->k : default_kernels(), x + u0, cin, nu + kk - 1, x_stride, wc, bias, cc, kk, 1, 1, 1,
+               scratch, nu);
+    interleave_job j = {scratch, y, cout, nu, stride, y_stride};
+    const long long bytes = (long long)cc * nu * (long long)sizeof(float);
+    const int nt = c ? c->n_threads : 1;
+    if (nt > 1 && bytes >= (1 << 18)) ops_parallel(c, interleave_task, &j, nt * 2 < cout ? nt * 2 : cout);
+    else interleave_range(&j, 0, cout);
+    return 1;
+}
+

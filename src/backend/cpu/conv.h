@@ -50,25 +50,26 @@ void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_i
                               int stride, int groups, int t0, int t1,
                               float *y, int y_stride);
 
-/* The same with an optional packed copy of w (wt, from ops_conv_transpose1d_pack,
- * groups 1 only; NULL = none): the AVX-512 kernel then vectorises over output
- * channels, which is much faster for the few time steps of a streaming chunk.
- * The bits are those of the call without wt. */
-void ops_conv_transpose1d_packed_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
-                                     const float *w, const float *wt, const float *bias, int cout, int k,
-                                     int stride, int groups, int t0, int t1, float *y, int y_stride);
-
-/* w [cin][cout][k] (ConvTranspose1d, groups 1) repacked in tiles of 64 output
- * channels, [cout/64 (rounded up)][k][cin][64] (a last partial tile zero-padded),
- * so a tile's weights for one tap stream contiguously; OPS_TCONV_AT gives the
- * index of w[i][o][t]. A 64-byte aligned buffer the caller frees with free();
- * NULL when out of memory. */
-#define OPS_TCONV_TILE 64
-#define OPS_TCONV_TILE_COUNT(cout) (((cout) + OPS_TCONV_TILE - 1) / OPS_TCONV_TILE)
-#define OPS_TCONV_AT(cin, k, i, o, t)                                                                                 \
-    ((((size_t)((o) / OPS_TCONV_TILE) * (k) + (size_t)(t)) * (size_t)(cin) + (size_t)(i)) * OPS_TCONV_TILE +          \
-     (size_t)((o) % OPS_TCONV_TILE))
-float *ops_conv_transpose1d_pack(const float *w, int cin, int cout, int k);
+/* A transposed conv (groups 1, k a multiple of stride, kk = k / stride) is,
+ * for each output phase p = t mod stride, an ordinary conv1d with kk taps over
+ * the input: y[o][q stride + p] = sum over input channels i in order, then
+ * input steps j = q - kk + 1 ... q ascending, of x[i][j] w[i][o][(q - j) stride + p].
+ * These pack w (and bias, NULL = zeros) as one such conv1d with stride * cout
+ * output channels, [stride][cout][cin][kk] with the taps reversed, then
+ * [stride][cout] biases (64-byte aligned; the caller frees it with free();
+ * NULL when out of memory or k % stride != 0), and run it: the conv1d kernels
+ * (vectorised over time, register tiles of output channels) then a pass that
+ * interleaves the stride phases into y. Each output gets the same terms in the
+ * same order as in the transposed kernels (and the bias last), so the bits
+ * are theirs on every kernel table; docs/BENCH.md has the speeds.
+ * The window [t0, t1) must hold whole input steps with every tap present:
+ * t0 and t1 multiples of stride, (kk - 1) stride <= t0 < t1 <= t_in stride;
+ * otherwise nothing is done and 0 is returned (1: done). scratch: stride *
+ * cout * (t1 - t0) / stride floats (the phases before the interleave). */
+float *ops_conv_transpose1d_pack_conv(const float *w, const float *bias, int cin, int cout, int k, int stride);
+int ops_conv_transpose1d_conv_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *wc,
+                                  int cout, int k, int stride, int t0, int t1, float *y, int y_stride,
+                                  float *scratch);
 
 /* Output phase p of a transposed conv (outputs t = q stride + p over the
  * window [t0, t1)): M taps per output, the window's q range [qa, qb) and its

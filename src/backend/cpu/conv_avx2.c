@@ -143,8 +143,7 @@ static float tr_point(const ops_conv_args *a, int o, int t) {
         const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
         for (int j = j_lo; j <= j_hi; j++) {
             const int tap = t - j * s;
-            const float wv = a->wt ? a->wt[OPS_TCONV_AT(a->cin, k, ci, o, tap)] : wi[tap];
-            acc = fmaf(xi[j], wv, acc);
+            acc = fmaf(xi[j], wi[tap], acc);
         }
     }
     return acc + (a->bias ? a->bias[o] : 0.0f);
@@ -200,96 +199,7 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
     if (TV == 1) tr_tile(CO, 1, a, o, p, M, q, m, tmp);                                                                \
     else tr_tile(CO, 2, a, o, p, M, q, m, tmp);
 
-/* Packed weights (a->wt, conv.h layout, groups 1): as conv_avx512.c, with
- * tiles of OV <= 2 vectors of 8 output channels x NQ <= 4 outputs (16
- * registers); the same terms in the same order per output, the same bits. */
-AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __m256i mlast, int p, int M, int q, int i0, int i1,
-                 int first, int last, float *acc_buf) {
-    const int s = a->stride, cin = a->cin, k = a->k;
-    __m256 acc[2][4];
-#pragma GCC unroll 2
-    for (int v = 0; v < OV; v++)
-#pragma GCC unroll 4
-        for (int u = 0; u < NQ; u++)
-            acc[v][u] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (size_t)u * 2 * VL + VL * v);
-    for (int i = i0; i < i1; i++) {
-        const float *xi = a->x + (size_t)i * a->x_stride + q;
-        for (int m = M - 1; m >= 0; m--) {
-            const float *wp = a->wt + OPS_TCONV_AT(cin, k, i, o, p + m * s);
-            __m256 wv[2];
-#pragma GCC unroll 2
-            for (int v = 0; v < OV; v++)
-                wv[v] = v == OV - 1 ? _mm256_maskload_ps(wp + VL * v, mlast) : _mm256_loadu_ps(wp + VL * v);
-#pragma GCC unroll 4
-            for (int u = 0; u < NQ; u++) {
-                const __m256 xv = _mm256_broadcast_ss(xi + u - m);
-#pragma GCC unroll 2
-                for (int v = 0; v < OV; v++) acc[v][u] = _mm256_fmadd_ps(wv[v], xv, acc[v][u]);
-            }
-        }
-    }
-#pragma GCC unroll 2
-    for (int v = 0; v < OV; v++) {
-        __m256 b = _mm256_setzero_ps();
-        if (last && a->bias) b = v == OV - 1 ? _mm256_maskload_ps(a->bias + o + VL * v, mlast) : _mm256_loadu_ps(a->bias + o + VL * v);
-#pragma GCC unroll 4
-        for (int u = 0; u < NQ; u++)
-            _mm256_store_ps(acc_buf + (size_t)u * 2 * VL + VL * v, last ? _mm256_add_ps(acc[v][u], b) : acc[v][u]);
-    }
-}
-
-#define TRP_CASES(OV)                                                                                                  \
-    switch (NQ) {                                                                                                      \
-    case 1: trp_tile(OV, 1, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 2: trp_tile(OV, 2, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 3: trp_tile(OV, 3, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    default: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
-    }
-
-#define TRP_IB 64
-#define TRP_QB 64
-
-static void conv_transpose1d_packed_avx2(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, cin = a->cin;
-    const size_t ys = (size_t)a->y_stride;
-    _Alignas(32) float accs[TRP_QB * 2 * VL];
-    for (int o = o0; o < o1;) {
-        /* 16 channels at most, not crossing a tile of the packed layout */
-        const int tile_end = (o / OPS_TCONV_TILE + 1) * OPS_TCONV_TILE, lim = o + 2 * VL;
-        const int end = o1 < tile_end ? (o1 < lim ? o1 : lim) : (tile_end < lim ? tile_end : lim);
-        const int rem = end - o, OV = (rem + VL - 1) / VL;
-        const __m256i m = lane_mask(rem - (OV - 1) * VL);
-        for (int p = 0; p < s; p++) {
-            const ops_tr_phase ph = ops_tr_phase_of(a, p);
-            const int M = ph.M, ia = ph.ia, ib = ph.ib;
-            tr_edges(a, o, rem, p, &ph);
-            for (int qq = ia; qq < ib; qq += TRP_QB) {
-                const int qe = ib - qq < TRP_QB ? ib : qq + TRP_QB;
-                for (int i0 = 0; i0 < cin; i0 += TRP_IB) {
-                    const int i1 = cin - i0 < TRP_IB ? cin : i0 + TRP_IB;
-                    const int first = i0 == 0, last = i1 == cin;
-                    for (int q = qq; q < qe; q += 4) {
-                        const int NQ = qe - q < 4 ? qe - q : 4;
-                        float *ab = accs + (size_t)(q - qq) * 2 * VL;
-                        if (OV == 1) TRP_CASES(1) else TRP_CASES(2)
-                    }
-                }
-                for (int q = qq; q < qe; q++) {
-                    float *yq = a->y + (size_t)o * ys + (size_t)q * s + p - a->t0;
-                    const float *r = accs + (size_t)(q - qq) * 2 * VL;
-                    for (int c = 0; c < rem; c++) yq[(size_t)c * ys] = r[c];
-                }
-            }
-        }
-        o += rem;
-    }
-}
-
 static void conv_transpose1d_avx2(const ops_conv_args *a, int o0, int o1) {
-    if (a->wt && a->groups == 1) {
-        conv_transpose1d_packed_avx2(a, o0, o1);
-        return;
-    }
     const int s = a->stride, cout_g = a->cout / a->groups;
     const size_t ys = (size_t)a->y_stride;
     for (int o = o0; o < o1;) {

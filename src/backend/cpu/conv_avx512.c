@@ -24,7 +24,6 @@
 #define VL 16
 #define MAX_K 64
 #define C1_CO 6  /* output channels of a conv1d register tile */
-#define TRP_NQ 6 /* outputs of a phase per packed transposed-conv register tile */
 /* input bytes of one conv1d time block (conv1d_avx512) */
 #define OPS_CONV_L2_BYTES (512u * 1024u)
 
@@ -166,8 +165,7 @@ static float tr_point(const ops_conv_args *a, int o, int t) {
         const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
         for (int j = j_lo; j <= j_hi; j++) {
             const int tap = t - j * s;
-            const float wv = a->wt ? a->wt[OPS_TCONV_AT(a->cin, k, ci, o, tap)] : wi[tap];
-            acc = fmaf(xi[j], wv, acc);
+            acc = fmaf(xi[j], wi[tap], acc);
         }
     }
     return acc + (a->bias ? a->bias[o] : 0.0f);
@@ -228,109 +226,7 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
     default: tr_tile(CO, 4, a, o, p, M, q, m, tmp); break;                                                             \
     }
 
-/* Packed weights (a->wt, conv.h layout, groups 1): a tile of OV vectors of 16
- * output channels x NQ interior outputs q of phase p, x broadcast, over the
- * input channels [i0, i1). The running sums live in acc_buf [NQ][4 VL]
- * between channel blocks (first: start from 0; last: + bias into out), so
- * each output still sees its terms in the order of tr_tile (input channel,
- * then input step ascending), each FMA'd once: the same bits. */
-AI void trp_tile(int OV, int NQ, const ops_conv_args *a, int o, __mmask16 mlast, int p, int M, int q, int i0, int i1,
-                 int first, int last, float *acc_buf) {
-    const int s = a->stride, cin = a->cin, k = a->k;
-    __m512 acc[4][TRP_NQ];
-#pragma GCC unroll 4
-    for (int v = 0; v < OV; v++)
-#pragma GCC unroll 6
-        for (int u = 0; u < NQ; u++)
-            acc[v][u] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + (size_t)u * 4 * VL + VL * v);
-    for (int i = i0; i < i1; i++) {
-        const float *xi = a->x + (size_t)i * a->x_stride + q;
-        for (int m = M - 1; m >= 0; m--) {
-            const float *wp = a->wt + OPS_TCONV_AT(cin, k, i, o, p + m * s);
-            __m512 wv[4];
-#pragma GCC unroll 4
-            for (int v = 0; v < OV; v++)
-                wv[v] = v == OV - 1 ? _mm512_maskz_loadu_ps(mlast, wp + VL * v) : _mm512_loadu_ps(wp + VL * v);
-#pragma GCC unroll 6
-            for (int u = 0; u < NQ; u++) {
-                const __m512 xv = _mm512_set1_ps(xi[u - m]);
-#pragma GCC unroll 4
-                for (int v = 0; v < OV; v++) acc[v][u] = _mm512_fmadd_ps(wv[v], xv, acc[v][u]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int v = 0; v < OV; v++) {
-        __m512 b = _mm512_setzero_ps();
-        if (last && a->bias) b = _mm512_maskz_loadu_ps(v == OV - 1 ? mlast : (__mmask16)0xffff, a->bias + o + VL * v);
-#pragma GCC unroll 6
-        for (int u = 0; u < NQ; u++)
-            _mm512_store_ps(acc_buf + (size_t)u * 4 * VL + VL * v, last ? _mm512_add_ps(acc[v][u], b) : acc[v][u]);
-    }
-}
-
-#define TRP_CASES(OV)                                                                                                  \
-    switch (NQ) {                                                                                                      \
-    case 1: trp_tile(OV, 1, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 2: trp_tile(OV, 2, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 3: trp_tile(OV, 3, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 4: trp_tile(OV, 4, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    case 5: trp_tile(OV, 5, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                         \
-    default: trp_tile(OV, 6, a, o, m, p, M, q, i0, i1, first, last, ab); break;                                        \
-    }
-
-/* Blocking: TRP_IB input channels (their weights for one tap pair stay in L1)
- * against TRP_QB outputs of a phase (running sums in L1), per tile of 64
- * output channels and phase (its weights stay in L2). */
-#define TRP_IB 64
-#define TRP_QB 64
-
-static void conv_transpose1d_packed_avx512(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, cin = a->cin;
-    const size_t ys = (size_t)a->y_stride;
-    _Alignas(64) float accs[TRP_QB * 4 * VL];
-    for (int o = o0; o < o1;) {
-        /* up to the end of o's tile of the packed layout (64 = 4 VL channels) */
-        const int tile_end = (o / OPS_TCONV_TILE + 1) * OPS_TCONV_TILE;
-        const int rem = (o1 < tile_end ? o1 : tile_end) - o;
-        const int OV = (rem + VL - 1) / VL, lastv = rem - (OV - 1) * VL;
-        const __mmask16 m = (__mmask16)((1u << lastv) - 1u);
-        for (int p = 0; p < s; p++) {
-            const ops_tr_phase ph = ops_tr_phase_of(a, p);
-            const int M = ph.M, ia = ph.ia, ib = ph.ib;
-            tr_edges(a, o, rem, p, &ph);
-            for (int qq = ia; qq < ib; qq += TRP_QB) {
-                const int qe = ib - qq < TRP_QB ? ib : qq + TRP_QB;
-                for (int i0 = 0; i0 < cin; i0 += TRP_IB) {
-                    const int i1 = cin - i0 < TRP_IB ? cin : i0 + TRP_IB;
-                    const int first = i0 == 0, last = i1 == cin;
-                    for (int q = qq; q < qe; q += TRP_NQ) {
-                        const int NQ = qe - q < TRP_NQ ? qe - q : TRP_NQ;
-                        float *ab = accs + (size_t)(q - qq) * 4 * VL;
-                        switch (OV) {
-                        case 1: TRP_CASES(1) break;
-                        case 2: TRP_CASES(2) break;
-                        case 3: TRP_CASES(3) break;
-                        default: TRP_CASES(4) break;
-                        }
-                    }
-                }
-                for (int q = qq; q < qe; q++) {
-                    float *yq = a->y + (size_t)o * ys + (size_t)q * s + p - a->t0;
-                    const float *r = accs + (size_t)(q - qq) * 4 * VL;
-                    for (int c = 0; c < rem; c++) yq[(size_t)c * ys] = r[c];
-                }
-            }
-        }
-        o += rem;
-    }
-}
-
 static void conv_transpose1d_avx512(const ops_conv_args *a, int o0, int o1) {
-    if (a->wt && a->groups == 1) {
-        conv_transpose1d_packed_avx512(a, o0, o1);
-        return;
-    }
     const int s = a->stride, cout_g = a->cout / a->groups;
     const size_t ys = (size_t)a->y_stride;
     for (int o = o0; o < o1;) {

@@ -102,9 +102,6 @@ typedef struct ops_conv_args {
     int y_stride;
     const float *xph;     /* conv1d with stride > 1: x deinterleaved by phase, or NULL */
     int ph_len;           /* steps per phase row of xph */
-    const float *wt;      /* transposed conv, groups 1: optional copy of w packed by
-                             ops_conv_transpose1d_pack (conv.h) that a kernel may read instead of w for
-                             the same bits; NULL = w only */
 } ops_conv_args;
 
 /* Kernel table: one per ISA, the scalar one always present. */
