@@ -182,6 +182,7 @@ done:
 
 /* ---------------------------------------------------------------- weights */
 
+
 static void *own(codec_decoder *d, void *p) {
     if (!p) return NULL;
     if (d->n_owned == d->cap_owned) {
@@ -198,16 +199,18 @@ static void *own(codec_decoder *d, void *p) {
     return p;
 }
 
-/* f32 view of tensor "decoder.<fmt...>" with shape {s0, s1, s2}[:ndim]: in
- * place for aligned F32, otherwise widened into an owned buffer. */
-static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, int ndim, int64_t s0, int64_t s1,
-                          int64_t s2, const char *fmt, ...)
+/* f32 view of tensor "decoder.<fmt...>" with shape {s0, s1, s2}[:ndim]: for
+ * F32, a copy in the huge-page arena when runtime (read on every chunk) and
+ * there is one, else in place; other dtypes widened into an owned buffer.
+ * runtime 0: read only at load (folded or repacked). */
+static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, int runtime, int ndim, int64_t s0,
+                          int64_t s1, int64_t s2, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 8, 9)))
+    __attribute__((format(printf, 9, 10)))
 #endif
     ;
-static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, int ndim, int64_t s0, int64_t s1,
-                          int64_t s2, const char *fmt, ...) {
+static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, int runtime, int ndim, int64_t s0,
+                          int64_t s1, int64_t s2, const char *fmt, ...) {
     char name[256] = "decoder.";
     va_list ap;
     va_start(ap, fmt);
@@ -219,6 +222,14 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
     if (st != QTTS_OK) return st;
     if (t->dtype == DT_F32) {
         *out = t->data;
+        /* read on every chunk: into the huge-page arena if there is one (the file's pages dropped) */
+        const size_t nb = (size_t)t->n_elems * sizeof(float);
+        float *h = runtime ? huge_arena_alloc(&d->arena, nb) : NULL;
+        if (h) {
+            memcpy(h, t->data, nb);
+            st_release(&d->st, t->data, nb);
+            *out = h;
+        }
         return QTTS_OK;
     }
     float *buf = own(d, malloc((size_t)t->n_elems * sizeof(float) + 1));
@@ -234,8 +245,17 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
  * fault it back in). */
 static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, const float *bias, int cin, int cout,
                               int k, int stride, const float **out) {
-    float *wc = own(d, ops_conv_transpose1d_pack_conv(w, bias, cin, cout, k, stride));
+    float *wc = ops_conv_transpose1d_pack_conv(w, bias, cin, cout, k, stride);
     if (!wc) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
+    const size_t nb = sizeof(float) * ((size_t)cin * cout * k + (size_t)stride * cout);
+    float *h = huge_arena_alloc(&d->arena, nb);
+    if (h) {
+        memcpy(h, wc, nb);
+        free(wc);
+        wc = h;
+    } else if (!own(d, wc)) {
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
+    }
     st_release(&d->st, w, sizeof(float) * (size_t)cin * cout * k);
     *out = wc;
     return QTTS_OK;
@@ -250,8 +270,8 @@ static qt_mat mat(const float *w, int rows, int cols) {
 static qtts_status snake(codec_decoder *d, qtts_error *e, codec_snake *s, int C, const char *prefix) {
     const float *alpha, *beta;
     qtts_status st;
-    if ((st = weight(d, e, &alpha, 1, C, 0, 0, "%s.alpha", prefix)) != QTTS_OK) return st;
-    if ((st = weight(d, e, &beta, 1, C, 0, 0, "%s.beta", prefix)) != QTTS_OK) return st;
+    if ((st = weight(d, e, &alpha, 0, 1, C, 0, 0, "%s.alpha", prefix)) != QTTS_OK) return st;
+    if ((st = weight(d, e, &beta, 0, 1, C, 0, 0, "%s.beta", prefix)) != QTTS_OK) return st;
     s->a = own(d, malloc((size_t)C * sizeof(float)));
     s->inv_b = own(d, malloc((size_t)C * sizeof(float)));
     if (!s->a || !s->inv_b) return err_set(e, QTTS_ERR_NOMEM, "out of memory folding decoder.%s", prefix);
@@ -273,19 +293,20 @@ static qtts_status load_quantizer(codec_decoder *d, qtts_error *e) {
         if (q == 0) snprintf(pre, sizeof pre, "quantizer.rvq_first.vq.layers.0._codebook");
         else snprintf(pre, sizeof pre, "quantizer.rvq_rest.vq.layers.%d._codebook", q - 1);
         const float *sum, *usage;
-        if ((st = weight(d, e, &sum, 2, K, V, 0, "%s.embedding_sum", pre)) != QTTS_OK) return st;
-        if ((st = weight(d, e, &usage, 1, K, 0, 0, "%s.cluster_usage", pre)) != QTTS_OK) return st;
+        if ((st = weight(d, e, &sum, 0, 2, K, V, 0, "%s.embedding_sum", pre)) != QTTS_OK) return st;
+        if ((st = weight(d, e, &usage, 0, 1, K, 0, 0, "%s.cluster_usage", pre)) != QTTS_OK) return st;
         float *E = d->codebook + (size_t)q * K * V;
         for (int j = 0; j < K; j++) {
             const float u = usage[j] > 1e-5f ? usage[j] : 1e-5f;
             for (int i = 0; i < V; i++) E[(size_t)j * V + i] = sum[(size_t)j * V + i] / u;
         }
+        st_release(&d->st, sum, sizeof(float) * (size_t)K * V); /* folded: the mapped pages can go */
     }
     const float *w;
-    if ((st = weight(d, e, &w, 3, c->codebook_dim, V, 1, "quantizer.rvq_first.output_proj.weight")) != QTTS_OK)
+    if ((st = weight(d, e, &w, 1, 3, c->codebook_dim, V, 1, "quantizer.rvq_first.output_proj.weight")) != QTTS_OK)
         return st;
     d->proj_first = mat(w, c->codebook_dim, V);
-    if ((st = weight(d, e, &w, 3, c->codebook_dim, V, 1, "quantizer.rvq_rest.output_proj.weight")) != QTTS_OK)
+    if ((st = weight(d, e, &w, 1, 3, c->codebook_dim, V, 1, "quantizer.rvq_rest.output_proj.weight")) != QTTS_OK)
         return st;
     d->proj_rest = mat(w, c->codebook_dim, V);
     return QTTS_OK;
@@ -298,7 +319,7 @@ static qtts_status load_transformer(codec_decoder *d, qtts_error *e) {
     qtts_status st;
 #define W(dst, nd, a, b, fmt, ...)                                                                                     \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), nd, a, b, 0, fmt, __VA_ARGS__)) != QTTS_OK) return st;                          \
+        if ((st = weight(d, e, &(dst), 1, nd, a, b, 0, fmt, __VA_ARGS__)) != QTTS_OK) return st;                          \
     } while (0)
     W(w, 2, H, L, "%s", "pre_transformer.input_proj.weight");
     d->in_proj = mat(w, H, L);
@@ -347,11 +368,11 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
     qtts_status st;
 #define W3(dst, a, b, k, ...)                                                                                          \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), 3, a, b, k, __VA_ARGS__)) != QTTS_OK) return st;                                \
+        if ((st = weight(d, e, &(dst), 1, 3, a, b, k, __VA_ARGS__)) != QTTS_OK) return st;                                \
     } while (0)
 #define W1(dst, a, ...)                                                                                                \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), 1, a, 0, 0, __VA_ARGS__)) != QTTS_OK) return st;                                \
+        if ((st = weight(d, e, &(dst), 1, 1, a, 0, 0, __VA_ARGS__)) != QTTS_OK) return st;                                \
     } while (0)
     W3(d->pre_conv_w, L, c->codebook_dim, 3, "pre_conv.conv.weight");
     W1(d->pre_conv_b, L, "pre_conv.conv.bias");
@@ -359,7 +380,8 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         codec_upsample *up = &d->up[u];
         const float *w;
         up->ratio = c->up_ratio[u];
-        W3(up->tconv_w, L, L, up->ratio, "upsample.%d.0.conv.weight", u);
+        if ((st = weight(d, e, &up->tconv_w, 0, 3, L, L, up->ratio, "upsample.%d.0.conv.weight", u)) != QTTS_OK)
+            return st; /* read at load only: repacked below */
         W1(up->tconv_b, L, "upsample.%d.0.conv.bias", u);
         if ((st = pack_tconv(d, e, up->tconv_w, up->tconv_b, L, L, up->ratio, up->ratio, &up->tconv_wc)) != QTTS_OK)
             return st;
@@ -367,10 +389,10 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         W1(up->dw_b, L, "upsample.%d.1.dwconv.conv.bias", u);
         W1(up->ln_w, L, "upsample.%d.1.norm.weight", u);
         W1(up->ln_b, L, "upsample.%d.1.norm.bias", u);
-        if ((st = weight(d, e, &w, 2, 4 * L, L, 0, "upsample.%d.1.pwconv1.weight", u)) != QTTS_OK) return st;
+        if ((st = weight(d, e, &w, 1, 2, 4 * L, L, 0, "upsample.%d.1.pwconv1.weight", u)) != QTTS_OK) return st;
         up->pw1 = mat(w, 4 * L, L);
         W1(up->pw1_b, 4 * L, "upsample.%d.1.pwconv1.bias", u);
-        if ((st = weight(d, e, &w, 2, L, 4 * L, 0, "upsample.%d.1.pwconv2.weight", u)) != QTTS_OK) return st;
+        if ((st = weight(d, e, &w, 1, 2, L, 4 * L, 0, "upsample.%d.1.pwconv2.weight", u)) != QTTS_OK) return st;
         up->pw2 = mat(w, L, 4 * L);
         W1(up->pw2_b, L, "upsample.%d.1.pwconv2.bias", u);
         W1(up->gamma, L, "upsample.%d.1.gamma", u);
@@ -386,7 +408,9 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
         char pre[64];
         snprintf(pre, sizeof pre, "decoder.%d.block.0", b + 1);
         if ((st = snake(d, e, &bl->act, bl->cin, pre)) != QTTS_OK) return st;
-        W3(bl->tconv_w, bl->cin, bl->cout, 2 * bl->rate, "decoder.%d.block.1.conv.weight", b + 1);
+        if ((st = weight(d, e, &bl->tconv_w, 0, 3, bl->cin, bl->cout, 2 * bl->rate, "decoder.%d.block.1.conv.weight",
+                         b + 1)) != QTTS_OK)
+            return st; /* read at load only: repacked below */
         W1(bl->tconv_b, bl->cout, "decoder.%d.block.1.conv.bias", b + 1);
         if ((st = pack_tconv(d, e, bl->tconv_w, bl->tconv_b, bl->cin, bl->cout, 2 * bl->rate, bl->rate,
                              &bl->tconv_wc)) != QTTS_OK)
@@ -416,13 +440,19 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
     return QTTS_OK;
 }
 
-qtts_status codec_decoder_load(codec_decoder **out, const char *dir, qtts_error *e) {
+qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e) {
     if (!out || !dir) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_decoder_load: NULL argument");
     *out = NULL;
     codec_decoder *d = calloc(1, sizeof *d);
     if (!d) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     qtts_status st = parse_config(&d->cfg, dir, e);
     if (st == QTTS_OK) st = st_open(&d->st, dir, e);
+    if (st == QTTS_OK && huge_pages) {
+        /* room for every tensor of the files (virtual; only what is copied becomes resident) */
+        size_t bytes = 0;
+        for (int i = 0; i < d->st.n_files; i++) bytes += d->st.map_sizes[i];
+        (void)huge_arena_reserve(&d->arena, bytes);
+    }
     if (st == QTTS_OK) st = load_quantizer(d, e);
     if (st == QTTS_OK) st = load_transformer(d, e);
     if (st == QTTS_OK) st = load_convs(d, e);
@@ -430,6 +460,7 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, qtts_error 
         codec_decoder_free(d);
         return st;
     }
+    huge_arena_trim(&d->arena);
     ops_init(&d->ops, 1, 0);
     *out = d;
     return QTTS_OK;
@@ -441,6 +472,7 @@ void codec_decoder_free(codec_decoder *d) {
     for (int i = 0; i < d->n_owned; i++) free(d->owned[i]);
     free(d->owned);
     st_close(&d->st);
+    huge_arena_release(&d->arena);
     free(d);
 }
 

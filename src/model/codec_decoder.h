@@ -25,8 +25,11 @@ typedef struct codec_stream codec_stream;   /* per-stream state: attention windo
 /* Load dir/config.json (decoder_config) and dir/model.safetensors (decoder.*,
  * F32, F16 or BF16). dir is the model's speech_tokenizer/ folder. Every tensor
  * is checked for presence, float dtype and the shape the config implies.
+ * huge_pages 1: the large F32 weights (and the packed transposed convs) are
+ * copied into memory advised for 2 MiB pages and the file's pages dropped
+ * (util/huge_arena.h); 0: read in place from the mmap. Same values either way.
  * On success *out is owned by the caller: free with codec_decoder_free. */
-qtts_status codec_decoder_load(codec_decoder **out, const char *dir, qtts_error *e);
+qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e);
 void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */

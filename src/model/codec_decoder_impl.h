@@ -8,6 +8,7 @@
 
 #include "backend/cpu/ops.h"
 #include "io/safetensors.h"
+#include "util/huge_arena.h"
 #include "model/codec_decoder.h"
 
 #define CODEC_MAX_UP 4     /* ConvNeXt upsampling stages (real: 2) */
@@ -95,6 +96,7 @@ struct codec_decoder {
     codec_config cfg;
     ops_ctx ops;           /* kernels for the Linear layers */
     st_set st;             /* the open safetensors map (F32 weights point into it) */
+    huge_arena arena;      /* the large F32 weights and the packed transposed convs, copied at load */
     void **owned;          /* every buffer converted or folded at load, freed at free */
     int n_owned, cap_owned;
 

@@ -440,7 +440,7 @@ static void check_errors(const codec_decoder *d) {
     const int nq = codec_decoder_n_codebooks(d), spf = codec_decoder_samples_per_frame(d);
     qtts_error e = {0};
     codec_decoder *bad = NULL;
-    CHECK("errors/missing_dir", codec_decoder_load(&bad, "/nonexistent/speech_tokenizer", &e) == QTTS_ERR_IO,
+    CHECK("errors/missing_dir", codec_decoder_load(&bad, "/nonexistent/speech_tokenizer", 1, &e) == QTTS_ERR_IO,
           "expected QTTS_ERR_IO, got '%s'", e.msg);
     codec_decoder_free(bad);
 
@@ -457,7 +457,7 @@ static void check_errors(const codec_decoder *d) {
         snprintf(s_st, sizeof s_st, "%s/model.safetensors", src);
         if (copy_file(s_cfg, cfg, NULL, NULL) == 0 &&
             copy_file(s_st, st, "decoder.pre_conv.conv.bias", "decoder.pre_conv.conv.bixs") == 0) {
-            const qtts_status r = codec_decoder_load(&bad, tmp, &e);
+            const qtts_status r = codec_decoder_load(&bad, tmp, 1, &e);
             CHECK("errors/missing_tensor",
                   r == QTTS_ERR_MODEL && strstr(e.msg, "decoder.pre_conv.conv.bias") && strstr(e.msg, st),
                   "status %d, message '%s'", (int)r, e.msg);
@@ -467,7 +467,7 @@ static void check_errors(const codec_decoder *d) {
             test_skip("errors/missing_tensor", "cannot write %s", st);
         }
         if (copy_file(s_st, st, NULL, NULL) == 0 && copy_file(s_cfg, cfg, "\"latent_dim\": 32", "\"latent_dim\": 48") == 0) {
-            const qtts_status r = codec_decoder_load(&bad, tmp, &e);
+            const qtts_status r = codec_decoder_load(&bad, tmp, 1, &e);
             CHECK("errors/wrong_shape", r == QTTS_ERR_MODEL && strstr(e.msg, "shape") && strstr(e.msg, st),
                   "status %d, message '%s'", (int)r, e.msg);
             codec_decoder_free(bad);
@@ -537,6 +537,23 @@ static void check_icl_cut(void) {
     CHECK("icl_cut/within_one_sample", bad == 0, "%d pairs off by more than one sample", bad);
 }
 
+/* The decoder loaded with huge_pages 0 (weights read in place from the mmap)
+ * decodes the same codes to the same bits as d (huge_pages 1). */
+static void check_huge_pages_same_pcm(const codec_decoder *d, const char *dir) {
+    enum { F = 9 };
+    codec_decoder *d0 = NULL;
+    qtts_error e = {0};
+    int32_t codes[F * 16];
+    for (int i = 0; i < F * 16; i++) codes[i] = (i * 7919 + 13) % 2048;
+    float *p1 = malloc(sizeof(float) * F * 1920), *p0 = malloc(sizeof(float) * F * 1920);
+    int ok = codec_decoder_load(&d0, dir, 0, &e) == QTTS_OK && codec_decode(d, codes, F, p1, &e) == QTTS_OK &&
+             codec_decode(d0, codes, F, p0, &e) == QTTS_OK && memcmp(p0, p1, sizeof(float) * F * 1920) == 0;
+    CHECK("huge_pages_same_pcm", ok, "with and without the huge-page copy the PCM differs (%s)", e.msg);
+    codec_decoder_free(d0);
+    free(p0);
+    free(p1);
+}
+
 int main(void) {
     check_icl_cut();
     for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
@@ -552,7 +569,7 @@ int main(void) {
         qtts_error e = {0};
         char name[128];
         snprintf(name, sizeof name, "%s/load", cas);
-        const qtts_status st = codec_decoder_load(&d, test_path("golden/data/%s/speech_tokenizer", cas), &e);
+        const qtts_status st = codec_decoder_load(&d, test_path("golden/data/%s/speech_tokenizer", cas), 1, &e);
         CHECK(name, st == QTTS_OK, "%s", e.msg);
         if (st != QTTS_OK) {
             json_decref(man);
@@ -570,7 +587,10 @@ int main(void) {
             if (kind && strcmp(kind, "codec_long") == 0) check_codec_long(d);
             else check_run(d, cas, run, info);
         }
-        if (ci == 0) check_errors(d);
+        if (ci == 0) {
+            check_errors(d);
+            check_huge_pages_same_pcm(d, test_path("golden/data/%s/speech_tokenizer", cas));
+        }
         codec_decoder_free(d);
         json_decref(man);
     }
