@@ -125,6 +125,7 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--greedy")) o->greedy = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--alt-regex")) o->alt_regex = 1;
+        else if (!strcmp(a, "--no-huge-pages")) o->no_huge_pages = 1;
         else if (!strcmp(a, "--seed")) {
             NEED();
             char *end;

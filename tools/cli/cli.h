@@ -55,6 +55,7 @@ typedef struct cli_opts {
     int predictor_weights;   /* qtts_weight_type, -1 = same */
     int quiet;
     int alt_regex;
+    int no_huge_pages;       /* 1: qtts_model_params.huge_pages = 0 */
 } cli_opts;
 
 /* Parse argv[first..argc) into o. Returns 0 or an exit code (message printed). */

@@ -283,6 +283,7 @@ int cmd_script(int argc, char **argv, int first) {
         mp.n_threads = o.n_threads;
     mp.weights = (qtts_weight_type)o.weights;
     mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
+        mp.huge_pages = !o.no_huge_pages;
         mp.log = log_stderr;
         mp.log_user = &o.quiet;
         char err[1024];

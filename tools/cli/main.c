@@ -73,6 +73,8 @@ void cli_usage(void) {
         "  --predictor-weights F      the code predictor's format when it should differ (default: as --weights)\n"
         "  --cast NAME=VOICE,...      qtts script: who speaks each name (repeatable)\n"
         "  --alt-regex                tokenizer: transformers-4.57 local-folder split regex instead of the stock Qwen2 one\n"
+        "  --no-huge-pages            read stored weights in place from the file mapping instead of copying them into\n"
+        "                             2 MiB pages at load (faster load, slower frames; see docs/BENCH.md)\n"
         "  --newline-id N, --user-id N  template ids for checkpoints without tokenizer files whose vocabulary is not\n"
         "                             Qwen's (default: from the tokenizer, else 198 / 872)\n"
         "  -q, --quiet                no diagnostics on stderr except errors\n"
