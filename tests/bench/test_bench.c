@@ -298,6 +298,21 @@ static void test_reports_and_compare(void) {
     }
     CHECK("JSON: cross product of models, chunks and cases", a.n_rec == 12 && ok == 10 && skipped == 2,
           "%d records, %d with 2 runs of 4 frames, %d skipped", a.n_rec, ok, skipped);
+    /* the weight pages of the runs: default 2 MiB; --no-huge-pages in place, said in JSON and markdown */
+    {
+        char *argv[] = {"run", "-m", (char *)tmp("cv5"), "--frames", "2", "-r", "1", "--cases", "short_en", "-t", "1",
+                        "-o", "none", "-q", "--no-huge-pages", "--json", (char *)tmp("nh.json"), "--md",
+                        (char *)tmp("nh.md")};
+        const int rc = cmd_run((int)(sizeof argv / sizeof argv[0]), argv);
+        bench_report nh;
+        char *md = slurp(tmp("nh.md"));
+        const int rn = rc ? -1 : report_read_json(tmp("nh.json"), &nh, err, sizeof err);
+        CHECK("JSON and markdown: weight pages", a.huge_pages == 1 && rn == 0 && nh.huge_pages == 0 && md &&
+                                                     strstr(md, "| weight pages | stored weights read in place"),
+              "default %d, --no-huge-pages run rc %d read %d pages %d", a.huge_pages, rc, rn, rn ? -1 : nh.huge_pages);
+        if (rn == 0) report_free(&nh);
+        free(md);
+    }
     const bench_summary s = record_summary(&a.rec[0], bench_metric("rtf"));
     CHECK("JSON: summaries recomputed from the runs", s.n == 2 && s.median > 0 && s.p95 >= s.median, "n %d", s.n);
     json_error_t je;

@@ -88,6 +88,7 @@ typedef struct bench_opts {
     const char *asr_cmd;
     const char *ref_weights;
     int cold_per_case;         /* 1 = a cold run before every case, not only the first */
+    int no_huge_pages;         /* 1 = qtts_model_params.huge_pages 0 (weights in place, 4 KiB pages) */
     const char *quality_cases; /* suite: cases of the quality arm (NULL = all of --cases) */
 } bench_opts;
 
@@ -159,6 +160,8 @@ void bench_help(FILE *f) {
             "      --cold-per-case     a cold run before every case (default: before the first case only)\n"
             "      --seed N            seed (default 1234); --sample to sample instead of greedy decoding\n"
             "      --bw-mib N          buffer of the bandwidth measurement (default 1024 MiB)\n"
+            "      --no-huge-pages     load with qtts_model_params.huge_pages = 0: stored weights read in place\n"
+            "                          (4 KiB pages) instead of copied into 2 MiB pages (an A/B of the two)\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
@@ -222,6 +225,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         } else if (OPT("--seed", "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (strcmp(a, "--sample") == 0) o->greedy = 0;
         else if (strcmp(a, "--cold-per-case") == 0) o->cold_per_case = 1;
+        else if (strcmp(a, "--no-huge-pages") == 0) o->no_huge_pages = 1;
         else if (strcmp(a, "--greedy") == 0) o->greedy = 1;
         else if (OPT("-o", "--output")) {
             if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv") && strcmp(v, "none")) {
@@ -414,6 +418,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 const char *canon = o->weights[wi];
                 bench_parse_weights(o->weights[wi], &mp.weights, &canon);
                 mp.n_threads = o->threads[ti];
+                mp.huge_pages = !o->no_huge_pages;
                 mp.log = log_ignore;
                 l->weights = canon;
                 l->n_threads = o->threads[ti];
@@ -552,6 +557,7 @@ static void report_init(const bench_opts *o, bench_report *r) {
     r->reps = o->reps;
     r->seed = o->seed;
     r->greedy = o->greedy;
+    r->huge_pages = !o->no_huge_pages;
 }
 
 static int write_outputs(const bench_opts *o, const bench_report *r) {

@@ -297,6 +297,7 @@ typedef struct bench_report {
     int reps;
     uint64_t seed;
     int greedy;
+    int huge_pages;           /* qtts_model_params.huge_pages of the runs (1 = weights in 2 MiB pages) */
     bench_record *rec;
     int n_rec;
     quality_record *q;

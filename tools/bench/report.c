@@ -178,6 +178,9 @@ static void write_md(const bench_report *r, FILE *f) {
     fprintf(f, "| frames | %s |\n", frames_text(r, fb, sizeof fb));
     fprintf(f, "| runs | 1 cold + %d measured per case and configuration; %s decoding, seed %llu |\n", r->reps,
             r->greedy ? "greedy" : "sampled", (unsigned long long)r->seed);
+    fprintf(f, "| weight pages | %s |\n",
+            r->huge_pages ? "per-frame weights copied into 2 MiB pages at load (huge_pages 1, the default)"
+                          : "stored weights read in place from the file mapping, 4 KiB pages (--no-huge-pages)");
     if (r->total_s > 0) fprintf(f, "| wall time | %.1f s for this report |\n", r->total_s);
     int synth = 0;
     for (int i = 0; i < r->n_rec; i++) synth |= r->rec[i].synthetic;
@@ -299,9 +302,10 @@ static json_t *report_json(const bench_report *r) {
     json_object_set_new(root, "machine", mach);
     char fb[128];
     json_object_set_new(root, "run",
-                        json_pack("{s:i, s:s, s:i, s:I, s:b, s:f}", "frames", r->frames_mode, "frames_policy",
+                        json_pack("{s:i, s:s, s:i, s:I, s:b, s:b, s:f}", "frames", r->frames_mode, "frames_policy",
                                   frames_text(r, fb, sizeof fb), "measured_runs", r->reps, "seed",
-                                  (json_int_t)r->seed, "greedy", r->greedy, "total_s", r->total_s));
+                                  (json_int_t)r->seed, "greedy", r->greedy, "huge_pages", r->huge_pages, "total_s",
+                                  r->total_s));
     json_t *recs = json_array();
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
@@ -501,6 +505,8 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         r->reps = (int)jget(run, "measured_runs");
         r->seed = (uint64_t)jget(run, "seed");
         r->greedy = json_is_true(json_object_get(run, "greedy"));
+        json_t *hp = json_object_get(run, "huge_pages"); /* absent in reports before it existed: 4 KiB pages */
+        r->huge_pages = json_is_true(hp);
         r->total_s = jget(run, "total_s");
     }
     json_t *bw = mach ? json_object_get(mach, "read_bandwidth") : NULL;
