@@ -182,7 +182,6 @@ done:
 
 /* ---------------------------------------------------------------- weights */
 
-
 static void *own(codec_decoder *d, void *p) {
     if (!p) return NULL;
     if (d->n_owned == d->cap_owned) {
@@ -319,7 +318,7 @@ static qtts_status load_transformer(codec_decoder *d, qtts_error *e) {
     qtts_status st;
 #define W(dst, nd, a, b, fmt, ...)                                                                                     \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), 1, nd, a, b, 0, fmt, __VA_ARGS__)) != QTTS_OK) return st;                          \
+        if ((st = weight(d, e, &(dst), 1, nd, a, b, 0, fmt, __VA_ARGS__)) != QTTS_OK) return st;                       \
     } while (0)
     W(w, 2, H, L, "%s", "pre_transformer.input_proj.weight");
     d->in_proj = mat(w, H, L);
@@ -368,11 +367,11 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
     qtts_status st;
 #define W3(dst, a, b, k, ...)                                                                                          \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), 1, 3, a, b, k, __VA_ARGS__)) != QTTS_OK) return st;                                \
+        if ((st = weight(d, e, &(dst), 1, 3, a, b, k, __VA_ARGS__)) != QTTS_OK) return st;                             \
     } while (0)
 #define W1(dst, a, ...)                                                                                                \
     do {                                                                                                               \
-        if ((st = weight(d, e, &(dst), 1, 1, a, 0, 0, __VA_ARGS__)) != QTTS_OK) return st;                                \
+        if ((st = weight(d, e, &(dst), 1, 1, a, 0, 0, __VA_ARGS__)) != QTTS_OK) return st;                             \
     } while (0)
     W3(d->pre_conv_w, L, c->codebook_dim, 3, "pre_conv.conv.weight");
     W1(d->pre_conv_b, L, "pre_conv.conv.bias");

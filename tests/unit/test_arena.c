@@ -64,7 +64,8 @@ static void test_move_to_arena(void) {
         qt_mat q;
         qtts_error e;
         char name[64];
-        snprintf(name, sizeof name, "move_to_arena_%s", qt == QT_Q8_B32 ? "q8" : qt == QT_Q4_B32 ? "q4" : qt == QT_Q4M_B32 ? "q4m" : "q8x16");
+        snprintf(name, sizeof name, "move_to_arena_%s",
+                 qt == QT_Q8_B32 ? "q8" : qt == QT_Q4_B32 ? "q4" : qt == QT_Q4M_B32 ? "q4m" : "q8x16");
         if (qmat_quantize(&src, qt == QT_Q8_B32_X16 ? QT_Q8_B32 : qt, &q, &e) ||
             (qt == QT_Q8_B32_X16 && qmat_pack_q8x16(&q, &e))) {
             CHECK(name, 0, "%s", e.msg);
@@ -74,7 +75,9 @@ static void test_move_to_arena(void) {
         const int moved = reserved && qmat_move_to_arena(&q, &a) == QTTS_OK;
         ops_matmul(&c, &q, X, 3, NULL, Y2);
         const unsigned char *d = q.data;
-        CHECK(name, moved && q.owned == NULL && d >= a.base && d < a.base + a.cap && memcmp(Y1, Y2, sizeof(float) * 3 * ROWS) == 0,
+        CHECK(name,
+              moved && q.owned == NULL && d >= a.base && d < a.base + a.cap &&
+                  memcmp(Y1, Y2, sizeof(float) * 3 * ROWS) == 0,
               "moved %d, owned %p, or the products differ after the move", moved, q.owned);
         qmat_free(&q); /* the arena's bytes stay until the release */
     }

@@ -123,7 +123,8 @@ static void conv_tr_any(const ops_ctx *c, const ops_kernels *k, const float *x, 
 void ops_conv_transpose1d(const float *x, int cin, int t_in, int x_stride, const float *w, const float *bias,
                           int cout, int k, int stride, int groups, float *y, int y_stride) {
     const int t_out = (t_in - 1) * stride + k;
-    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, 0, t_out, y, y_stride);
+    conv_tr_any(NULL, default_kernels(), x, cin, t_in, x_stride, w, bias, cout, k, stride, groups, 0, t_out, y,
+                y_stride);
 }
 
 void ops_conv_transpose1d_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *w,
