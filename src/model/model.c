@@ -108,13 +108,10 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     return QTTS_OK;
 }
 
-/* An upper bound of the arena bytes of w in format t: as stored, or
- * quantised in any format (int8 data, f16 scales and minima, rows padded to
- * 16, each part 64-byte aligned). */
+/* An upper bound of the arena bytes of w in format t: as stored, or quantised. */
 static size_t arena_bytes_max(const qt_mat *w, qtts_weight_type t) {
     if (t == QTTS_WEIGHTS_NATIVE) return (size_t)w->rows * w->cols * dtype_size(w->dtype) + 64;
-    const size_t rows16 = ((size_t)w->rows + 15) / 16 * 16, kpad = (size_t)qt_kpad(w->cols);
-    return rows16 * kpad + 2 * rows16 * (kpad / QT_BLOCK) * 2 + 3 * 64;
+    return qmat_quant_bytes_max(w->rows, w->cols);
 }
 
 static size_t layers_arena_bytes_max(const tf_weights *tw, qtts_weight_type t) {

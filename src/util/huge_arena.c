@@ -21,7 +21,7 @@ int huge_arena_reserve(huge_arena *a, size_t cap) {
     a->base = (unsigned char *)(((uintptr_t)p + HUGE_ARENA_PAGE - 1) & ~(uintptr_t)(HUGE_ARENA_PAGE - 1));
     a->cap = cap;
 #ifdef MADV_HUGEPAGE
-    a->advised = madvise(a->base, cap, MADV_HUGEPAGE) == 0;
+    (void)madvise(a->base, cap, MADV_HUGEPAGE); /* refused (THP off): the arena works with 4 KiB pages */
 #endif
     return 0;
 }

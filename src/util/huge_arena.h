@@ -20,7 +20,6 @@ typedef struct huge_arena {
     unsigned char *base; /* first 2 MiB boundary inside it: allocations start here */
     size_t cap;      /* bytes usable from base */
     size_t used;     /* bytes handed out (each allocation 64-byte aligned) */
-    int advised;     /* 1 if the kernel accepted MADV_HUGEPAGE */
 } huge_arena;
 
 /* Reserve cap bytes (virtual). 0 on success, -1 if the mapping failed (the

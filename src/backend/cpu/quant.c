@@ -197,6 +197,12 @@ qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e) {
     return QTTS_OK;
 }
 
+size_t qmat_quant_bytes_max(int rows, int cols) {
+    /* int8 data with rows padded to 16, f16 scales and minima, each part 64-byte aligned */
+    const size_t rows16 = ((size_t)rows + 15) / 16 * 16, kpad = (size_t)qt_kpad(cols);
+    return rows16 * kpad + 2 * rows16 * (kpad / QT_BLOCK) * 2 + 3 * 64;
+}
+
 qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a) {
     if (!m || !qt_is_quant(m) || !m->owned || !m->owned_bytes) return QTTS_ERR_INVALID_ARG;
     uint8_t *buf = huge_arena_alloc(a, m->owned_bytes);

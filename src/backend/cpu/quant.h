@@ -66,6 +66,10 @@ qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a);
  * zeroed matrix. Only for matrices from qmat_quantize (or zero-initialised). */
 void qmat_free(qt_mat *m);
 
+/* An upper bound of the bytes of a rows x cols matrix quantised in any
+ * format (qmat_quantize, then qmat_pack_q8x16): owned_bytes never exceeds it. */
+size_t qmat_quant_bytes_max(int rows, int cols);
+
 /* Bytes per row of quantised weight data. */
 size_t qmat_row_bytes(const qt_mat *m);
 
