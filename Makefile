@@ -59,7 +59,7 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/b
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh tests/server/test_*.sh tests/bench/test_*.sh))
 
-.PHONY: all test debug debug-test clean deps
+.PHONY: all test debug debug-test tsan-test clean deps
 all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench) $(if $(SERVER_SRC),$(BUILD)/qtts-server)
 
 # Per-ISA kernel files get their instruction-set flags; everything else is
@@ -135,10 +135,18 @@ debug:
 debug-test:
 	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
+# The server's engine and HTTP tests under ThreadSanitizer (data races
+# between the engine thread, the decode workers and the HTTP threads).
+TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
+TSAN_TESTS := $(addprefix build-tsan/tests/server/,test_sched test_server test_load)
+tsan-test:
+	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="$(TSAN_SAN)" $(TSAN_TESTS)
+	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1}" BUILD=build-tsan sh tests/run_tests.sh $(TSAN_TESTS)
+
 deps:
 	sh scripts/install-deps.sh
 
 clean:
-	rm -rf build build-debug
+	rm -rf build build-debug build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -8,8 +8,12 @@
  * Decode worker: first chunks and cancellations first (a stream waiting for
  * its first audio, a slot to free), then chunks in order, decoded frame by
  * frame so a waiting first chunk never waits for more than one frame (inline
- * on the engine thread, a chunk in one call); the final task finishes the
- * context and the job and frees the slot.
+ * on the engine thread, a chunk in one call); an urgent task run between two
+ * frames decodes into its own buffer, and a chunk whose job was cancelled
+ * meanwhile stops there. The final task finishes the context and the job and
+ * frees the slot; a slot's final task is part of the slot, so the worker
+ * touches nothing of it once the slot is free. tests/server/test_sched.c forces
+ * each of these interleavings through sched_params.hooks.
  * Thread safety: the engine steps a context (generation state) while its
  * worker decodes (codec state): disjoint parts of the context, as in
  * qtts_synthesize's overlapped decoding; calls that touch the rest
@@ -204,7 +208,8 @@ typedef struct dworker {
     dtask *lo, *lo_tail; /* later chunks, in order */
     atomic_int n_hi;     /* tasks in hi (peeked between frames) */
     int stop;            /* finish the queue, then exit */
-    float *pcm;          /* [MAX_CHUNK * spf] */
+    float *pcm;          /* [MAX_CHUNK * spf] a chunk's samples until they are all decoded */
+    float *pcm_urgent;   /* [MAX_CHUNK * spf] the same for an urgent task run between two frames */
 } dworker;
 
 typedef struct task {
@@ -245,7 +250,7 @@ static void update_gauges(sched *s) { metrics_set_gauges(s->mx, s->q_len, s->n_b
 static int n_workers(const sched *s) { return s->p.decode_threads > 0 ? s->p.decode_threads : 1; }
 static dworker *worker_of(const slot *sl) { return &sl->s->workers[sl->index % n_workers(sl->s)]; }
 
-static void run_task(dworker *w, struct dtask *t);
+static void run_task(dworker *w, struct dtask *t, int nested);
 
 /* Queue the slot's pending frames (copied) for its worker; hi = ahead of the
  * chunks. A final task always gets through (it is the slot's own). */
@@ -272,7 +277,7 @@ static void send_frames(slot *sl, int final, int hi) {
     sl->n_sent += t->n;
     sl->n_pending = 0;
     if (sl->s->p.decode_threads == 0) { /* inline: decode now, on the engine thread */
-        run_task(w, t);
+        run_task(w, t, 0);
         return;
     }
     pthread_mutex_lock(&w->mu);
@@ -298,24 +303,34 @@ static dtask *pop(dworker *w, int hi_only) {
     return t;
 }
 
-/* Between two frames of a chunk: anything urgent (a first chunk, a slot to free) goes first. */
+/* Between two frames of a chunk: anything urgent (a first chunk, a slot to
+ * free) goes first, nested in the chunk's task (so into its own buffer). */
 static void run_urgent(dworker *w) {
     for (;;) {
         pthread_mutex_lock(&w->mu);
         dtask *u = pop(w, 1);
         pthread_mutex_unlock(&w->mu);
         if (!u) return;
-        run_task(w, u);
+        run_task(w, u, 1);
     }
 }
 
-static void run_task(dworker *w, dtask *t) {
+static int slot_is_mine(sched *s, const slot *sl, const job *j) {
+    pthread_mutex_lock(&s->mu);
+    const int mine = sl->j == j;
+    pthread_mutex_unlock(&s->mu);
+    return mine;
+}
+
+/* nested: run between two frames of another task (run_urgent): decodes into
+ * w->pcm_urgent, never nests further. */
+static void run_task(dworker *w, dtask *t, int nested) {
     slot *sl = t->sl;
     sched *s = sl->s;
     job *j = t->j;
-    pthread_mutex_lock(&s->mu);
-    const int mine = sl->j == j; /* a task of a job that has left (cancelled) may linger */
-    pthread_mutex_unlock(&s->mu);
+    const int slot_index = sl->index;
+    float *pcm = nested ? w->pcm_urgent : w->pcm;
+    const int mine = slot_is_mine(s, sl, j); /* a task of a job that has left (cancelled) may linger */
     const int live = mine && !atomic_load(&j->cancel) && !atomic_load(&sl->failed);
     int done = 0;
     if (live && t->n) {
@@ -327,10 +342,16 @@ static void run_task(dworker *w, dtask *t) {
         const int per_call = s->p.decode_threads == 0 ? t->n : 1;
         const double t0 = now_s();
         while (done < t->n) {
-            if (done > 0 && atomic_load(&w->n_hi) > 0) run_urgent(w);
+            if (done > 0 && !nested && atomic_load(&w->n_hi) > 0) {
+                run_urgent(w);
+                /* one of them may have been this job's last task (it was
+                 * cancelled): then the slot is free, perhaps already the next
+                 * job's, and its context is not ours to decode into */
+                if (atomic_load(&j->cancel) || !slot_is_mine(s, sl, j)) break;
+            }
             const int k = t->n - done < per_call ? t->n - done : per_call;
             qtts_status st = qtts_context_audio_decode(sl->ctx, t->codes + (size_t)done * s->G, k,
-                                                       w->pcm + (size_t)done * s->spf);
+                                                       pcm + (size_t)done * s->spf);
             if (st) {
                 sl->fail_st = st;
                 snprintf(sl->fail_msg, sizeof sl->fail_msg, "decoding audio failed: %s",
@@ -339,14 +360,22 @@ static void run_task(dworker *w, dtask *t) {
                 break;
             }
             done += k;
+            if (per_call < t->n && s->p.hooks.frame_decoded)
+                s->p.hooks.frame_decoded(s->p.hooks.arg, slot_index, done, t->n);
         }
         metrics_decode(s->mx, now_s() - t0);
-        if (done == t->n && job_push(j, w->pcm, (size_t)t->n * s->spf)) {
+        if (done == t->n && job_push(j, pcm, (size_t)t->n * s->spf)) {
             sl->fail_st = QTTS_ERR_NOMEM;
             snprintf(sl->fail_msg, sizeof sl->fail_msg, "out of memory buffering audio");
             atomic_store(&sl->failed, 1);
         }
     }
+    /* A final task lives in its slot (sl->final_task): once the slot is free
+     * the engine may admit the next job and write that job's final task into
+     * it, so nothing of t may be touched after the slot is released. */
+    const int allocated = t != &sl->final_task;
+    free(t->codes);
+    t->codes = NULL;
     if (t->final && mine) { /* the stream left the batch: nobody else touches the context now */
         int nf = 0;
         qtts_status st = qtts_context_finish(sl->ctx, &nf);
@@ -364,11 +393,11 @@ static void run_task(dworker *w, dtask *t) {
         update_gauges(s);
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
+        if (s->p.hooks.slot_freed) s->p.hooks.slot_freed(s->p.hooks.arg, slot_index);
         job_release(j); /* the slot's reference */
     }
     job_release(j); /* the task's */
-    free(t->codes);
-    if (t != &sl->final_task) free(t);
+    if (allocated) free(t);
 }
 
 static void *worker_main(void *arg) {
@@ -379,7 +408,7 @@ static void *worker_main(void *arg) {
         while (!(t = pop(w, 0)) && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
         pthread_mutex_unlock(&w->mu);
         if (!t) return NULL; /* stopping and nothing left */
-        run_task(w, t);
+        run_task(w, t, 0);
     }
 }
 
@@ -668,7 +697,8 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
         pthread_cond_init(&w->cv, NULL);
         atomic_init(&w->n_hi, 0);
         w->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)s->spf);
-        if (!w->pcm) {
+        w->pcm_urgent = malloc(sizeof(float) * MAX_CHUNK * (size_t)s->spf);
+        if (!w->pcm || !w->pcm_urgent) {
             snprintf(err, n, "out of memory");
             rc = -1;
         } else if (s->p.decode_threads == 0) {
@@ -737,6 +767,7 @@ void sched_free(sched *s) {
     for (int i = 0; s->workers && i < n_workers(s); i++) {
         if (!s->workers[i].s) continue;
         free(s->workers[i].pcm);
+        free(s->workers[i].pcm_urgent);
         pthread_mutex_destroy(&s->workers[i].mu);
         pthread_cond_destroy(&s->workers[i].cv);
     }

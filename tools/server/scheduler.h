@@ -19,12 +19,26 @@
 #include "qtts.h"
 #include "voices.h"
 
+/* Calls out of the engine's threads at points where they hand a slot over;
+ * tests use them to hold a thread there and force interleavings that load
+ * only produces by chance. Each may be NULL. */
+typedef struct sched_hooks {
+    /* by the thread that freed a slot (a decode worker, or the engine when
+     * decoding inline), right after it let go of it */
+    void (*slot_freed)(void *arg, int slot);
+    /* by a decode worker after each frame of a chunk it decodes frame by
+     * frame (done of n frames so far), before it looks for urgent tasks */
+    void (*frame_decoded)(void *arg, int slot, int done, int n);
+    void *arg;
+} sched_hooks;
+
 typedef struct sched_params {
     int n_slots;            /* 1..QTTS_MAX_BATCH */
     int queue_depth;        /* jobs waiting for a slot, >= 0 */
     int n_ctx;              /* context positions per slot; 0 = model maximum */
     int warmup;             /* run a short generation before sched_ready */
     int decode_threads;     /* decode workers; 0 = decode inline on the engine thread after each step */
+    sched_hooks hooks;      /* all NULL: none */
 } sched_params;
 
 typedef enum job_state { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;

@@ -114,7 +114,8 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
                  s->info.predictor_format, s->info.kernels, s->info.n_threads, cfg->n_slots, cfg->decode_threads);
         metrics_set_info(s->mx, info);
     }
-    sched_params sp = {cfg->n_slots, cfg->queue_depth, cfg->n_ctx, cfg->warmup, cfg->decode_threads};
+    sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
+                       .warmup = cfg->warmup, .decode_threads = cfg->decode_threads};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {

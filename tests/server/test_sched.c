@@ -1,0 +1,204 @@
+/* The server's engine (scheduler.c) driven directly, without HTTP, on the
+ * e2e_string checkpoint, with one decode worker: interleavings of the engine
+ * thread and the worker that only load produces by chance, forced with the
+ * engine's hooks (a hook holds the worker at a point until the engine has
+ * done what the interleaving needs). In each, every job that is not cancelled
+ * must end well with the same samples as when it ran alone.
+ *
+ * - slot_reuse_while_worker_lags: job A finishes; its worker frees the slot
+ *   and is held there until the engine has admitted job B into the same slot
+ *   and B has finished too, so B's last task (with codes) is written into the
+ *   slot before A's worker returns. (It used to free B's codes on its way
+ *   out: B decoded freed memory, then its codes were freed twice.)
+ * - urgent_first_chunk_mid_chunk: the worker is held after the first frame of
+ *   A's second chunk until B, submitted then into the other slot, has its
+ *   first chunk queued; the worker decodes B's first chunk between two of A's
+ *   frames. (It used to decode it into the buffer that held A's frame: A's
+ *   audio changed.)
+ * - cancel_mid_chunk_slot_reused: A is cancelled between two frames of its
+ *   second chunk; its last task runs between those frames and frees the slot,
+ *   and the worker is held there until B is admitted into it. (The worker
+ *   used to go on decoding A's frames into the context that was now B's.) */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "metrics.h"
+#include "scheduler.h"
+#include "srv_util.h"
+
+#define A_FRAMES 20
+#define B_FRAMES 3
+
+typedef enum scenario { PLAIN = 0, SLOT_REUSE, URGENT_MID_CHUNK, CANCEL_MID_CHUNK } scenario;
+
+typedef struct hold {
+    scenario sc;
+    sched *s;
+    job *a, *b;
+    int frame_calls, freed_calls;
+    int b_submitted; /* URGENT_MID_CHUNK: B was submitted from the hook */
+    int held;        /* the hold saw what it waited for */
+} hold;
+
+static int wait_running(job *j) {
+    const job_state st = job_wait_started(j, 30000);
+    return st == JOB_RUNNING || st == JOB_DONE;
+}
+
+/* Margins below: a tiny model steps, prefills and decodes in milliseconds. */
+static void on_slot_freed(void *arg, int slot) {
+    hold *h = arg;
+    (void)slot;
+    if (h->freed_calls++) return; /* the first slot freed is A's */
+    if (h->sc == SLOT_REUSE) {
+        /* B is admitted into the slot just freed and runs its three frames:
+         * then it leaves the batch and its last task is queued */
+        h->held = wait_running(h->b);
+        usleep(500000);
+    } else if (h->sc == CANCEL_MID_CHUNK) {
+        h->held = h->held && wait_running(h->b); /* B's prefill reset the context */
+        usleep(100000);
+    }
+}
+
+static void on_frame_decoded(void *arg, int slot, int done, int n) {
+    hold *h = arg;
+    (void)slot;
+    /* the first frame of A's second chunk (its first is 1 frame, decoded in one call) */
+    if (done != 1 || n != 8 || h->frame_calls++) return;
+    if (h->sc == URGENT_MID_CHUNK) {
+        h->b_submitted = sched_submit(h->s, h->b) == 0;
+        h->held = h->b_submitted && wait_running(h->b);
+        usleep(300000); /* B's first frame is stepped and its first chunk queued as urgent */
+    } else if (h->sc == CANCEL_MID_CHUNK) {
+        job_cancel(h->a);
+        h->held = 1;
+        usleep(300000); /* the engine drops A and queues its last task as urgent */
+    }
+}
+
+static job *make_job(qtts_model *m, const char *text, const char *speaker, int frames, unsigned seed) {
+    job *j = job_new();
+    if (!j) return NULL;
+    j->text = strdup(text);
+    j->speaker = strdup(speaker);
+    qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.text = j->text;
+    gp.speaker = j->speaker;
+    gp.force_frames = frames;
+    gp.seed = seed;
+    j->gp = gp;
+    j->first_chunk_frames = 1;
+    j->chunk_frames = 8;
+    return j;
+}
+
+/* Reads the job to its end; returns the samples (malloc'd) and their count. */
+static float *drain_job(job *j, size_t *n, qtts_status *st) {
+    size_t cap = 1 << 16, len = 0;
+    float *pcm = malloc(sizeof(float) * cap);
+    int done = 0;
+    while (pcm && !done) {
+        if (len + 4096 > cap) {
+            float *p = realloc(pcm, sizeof(float) * (cap *= 2));
+            if (!p) {
+                free(pcm);
+                return NULL;
+            }
+            pcm = p;
+        }
+        len += job_read(j, pcm + len, 4096, 60000, &done);
+    }
+    *n = len;
+    *st = j->status;
+    return pcm;
+}
+
+typedef struct run_out {
+    float *pcm[2]; /* A, B */
+    size_t n[2];
+    qtts_status st[2];
+    int held;
+} run_out;
+
+static void run_out_free(run_out *o) {
+    for (int i = 0; i < 2; i++) free(o->pcm[i]);
+}
+
+/* Jobs A (20 frames: chunks of 1, 8, 8, 3) and B (3 frames: 1, 2) through an
+ * engine with one decode worker. PLAIN runs them one after the other, alone. */
+static int run(qtts_model *m, scenario sc, run_out *o) {
+    memset(o, 0, sizeof *o);
+    metrics *mx = metrics_new();
+    hold h = {.sc = sc};
+    sched_params p = {.n_slots = sc == URGENT_MID_CHUNK ? 2 : 1, .queue_depth = 4, .warmup = 0, .decode_threads = 1};
+    if (sc != PLAIN) p.hooks = (sched_hooks){.slot_freed = on_slot_freed, .frame_decoded = on_frame_decoded, .arg = &h};
+    char err[256];
+    sched *s = NULL;
+    if (!mx || sched_new(&s, m, &p, mx, err, sizeof err)) {
+        test_report("sched/start", 0, "%s", mx ? err : "out of memory");
+        metrics_free(mx);
+        return -1;
+    }
+    job *a = make_job(m, "The first request is a little longer.", "ryan", A_FRAMES, 5);
+    job *b = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6);
+    h.s = s;
+    h.a = a;
+    h.b = b;
+    int rc = a && b && !sched_submit(s, a) ? 0 : -1;
+    if (!rc && sc == PLAIN) o->pcm[0] = drain_job(a, &o->n[0], &o->st[0]);
+    if (!rc && sc != URGENT_MID_CHUNK && sched_submit(s, b)) rc = -1;
+    if (!rc) {
+        if (sc != PLAIN) o->pcm[0] = drain_job(a, &o->n[0], &o->st[0]);
+        if (sc != URGENT_MID_CHUNK || h.b_submitted) o->pcm[1] = drain_job(b, &o->n[1], &o->st[1]);
+    }
+    o->held = h.held;
+    sched_free(s);
+    job_release(a);
+    job_release(b);
+    metrics_free(mx);
+    if (rc) test_report("sched/submit", 0, "a job could not be queued");
+    return rc;
+}
+
+static int same(const run_out *got, const run_out *ref, int i) {
+    return got->st[i] == QTTS_OK && got->n[i] == ref->n[i] && got->pcm[i] && ref->pcm[i] &&
+           !memcmp(got->pcm[i], ref->pcm[i], sizeof(float) * ref->n[i]);
+}
+
+int main(void) {
+    qtts_model *m = load_model(test_path("golden/data/e2e_string"));
+    if (!m) return test_finish();
+    qtts_model_info info;
+    qtts_model_get_info(m, &info);
+    const size_t spf = (size_t)info.samples_per_frame;
+    run_out ref, got;
+    if (run(m, PLAIN, &ref)) goto out;
+    test_report("sched/reference_runs",
+                ref.st[0] == QTTS_OK && ref.st[1] == QTTS_OK && ref.n[0] == A_FRAMES * spf && ref.n[1] == B_FRAMES * spf,
+                "status %d / %d, %zu / %zu samples", ref.st[0], ref.st[1], ref.n[0], ref.n[1]);
+
+    if (!run(m, SLOT_REUSE, &got)) {
+        test_report("sched/slot_reuse_while_worker_lags", got.held && same(&got, &ref, 0) && same(&got, &ref, 1),
+                    "held %d, status %d / %d, %zu / %zu samples, same A %d, same B %d", got.held, got.st[0],
+                    got.st[1], got.n[0], got.n[1], same(&got, &ref, 0), same(&got, &ref, 1));
+        run_out_free(&got);
+    }
+    if (!run(m, URGENT_MID_CHUNK, &got)) {
+        test_report("sched/urgent_first_chunk_mid_chunk", got.held && same(&got, &ref, 0) && same(&got, &ref, 1),
+                    "held %d, status %d / %d, %zu / %zu samples, same A %d, same B %d", got.held, got.st[0],
+                    got.st[1], got.n[0], got.n[1], same(&got, &ref, 0), same(&got, &ref, 1));
+        run_out_free(&got);
+    }
+    if (!run(m, CANCEL_MID_CHUNK, &got)) {
+        test_report("sched/cancel_mid_chunk_slot_reused",
+                    got.held && got.st[0] == QTTS_ERR_CANCELLED && same(&got, &ref, 1),
+                    "held %d, status A %d (cancelled %d), B %d, same B %d", got.held, got.st[0],
+                    QTTS_ERR_CANCELLED, got.st[1], same(&got, &ref, 1));
+        run_out_free(&got);
+    }
+    run_out_free(&ref);
+out:
+    qtts_model_free(m);
+    return test_finish();
+}
