@@ -12,8 +12,9 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 BIN="$(pwd)/$BUILD/qtts-server"
 MODEL=tests/golden/data/e2e_string
+FAILED=0
 ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
+fail() { echo "FAIL $1: $2"; FAILED=1; }
 check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1" "$3"; fi; }
 NGINX=$(command -v nginx || ls /usr/sbin/nginx 2>/dev/null)
 if [ -z "$NGINX" ]; then
@@ -32,6 +33,11 @@ T=$(mktemp -d /tmp/qtts-nginx-XXXXXX)
 PIDS=""
 cleanup() {
     for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    if [ "$FAILED" = 1 ]; then # what the instances and nginx said, for the failure above
+        for f in "$T/a.log" "$T/b.log" "$T/ngx/error.log"; do
+            [ -s "$f" ] && tail -n 15 "$f" | sed "s|^|nginx-diag $(basename "$f"): |"
+        done
+    fi
     rm -rf "$T"
 }
 trap cleanup EXIT
