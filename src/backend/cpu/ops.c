@@ -155,6 +155,25 @@ static int threads_for(const ops_ctx *c, long long macs, int units) {
     return nt < max_units ? nt : max_units;
 }
 
+/* Activations quantised for int8/int4 products, rows split over the pool:
+ * those layouts hold one fixed-size record per row (q8_prep_row), so rows
+ * [i0, i1) are the prep of X's rows [i0, i1) at their own offset, the same
+ * bytes whichever thread makes them. */
+typedef struct prep_job {
+    ops_prep_fn prep;
+    const qt_mat *W;
+    const float *X;
+    int n;
+    unsigned char *buf;
+    size_t row_bytes;
+} prep_job;
+
+static void prep_task(void *arg, int t, int nt) {
+    const prep_job *j = arg;
+    const int i0 = (int)((long long)j->n * t / nt), i1 = (int)((long long)j->n * (t + 1) / nt);
+    if (i0 < i1) j->prep(j->W, j->X + (size_t)i0 * j->W->cols, i1 - i0, j->buf + j->row_bytes * (size_t)i0);
+}
+
 int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n) {
     if (!c->rt || n <= 0) return 1;
     return threads_for(c, (long long)W->rows * W->cols * n, W->rows);
@@ -191,9 +210,14 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
             if (own) rt_release(rt);
             return;
         }
-        prep(W, X, n, pbuf);
     }
     const int nt = own ? threads_for(c, (long long)W->rows * W->cols * n, W->rows) : 1;
+    if (psize && nt > 1 && n >= 2 && psize == q8_prep_size) {
+        prep_job pj = {prep, W, X, n, pbuf, q8_prep_row_bytes(W->cols)};
+        threadpool_run(rt->pool, prep_task, &pj, n < nt ? n : nt);
+    } else if (psize) {
+        prep(W, X, n, pbuf);
+    }
     if (nt <= 1) {
         fn(W, X, pbuf, n, bias, Y, 0, W->rows);
     } else {
