@@ -26,7 +26,11 @@
 #include "scheduler.h"
 #include "srv_util.h"
 
-#define A_FRAMES 20
+/* A is long so that it is surely still generating when it is cancelled after
+ * the first frame of its second chunk: this tiny model makes a frame in about
+ * 0.4 ms, so the ~190 left take the engine far longer than the worker needs to
+ * get there. */
+#define A_FRAMES 200
 #define B_FRAMES 3
 
 typedef enum scenario { PLAIN = 0, SLOT_REUSE, URGENT_MID_CHUNK, CANCEL_MID_CHUNK } scenario;
@@ -125,7 +129,7 @@ static void run_out_free(run_out *o) {
     for (int i = 0; i < 2; i++) free(o->pcm[i]);
 }
 
-/* Jobs A (20 frames: chunks of 1, 8, 8, 3) and B (3 frames: 1, 2) through an
+/* Jobs A (200 frames: chunks of 1, then 8s) and B (3 frames: 1, 2) through an
  * engine with one decode worker. PLAIN runs them one after the other, alone. */
 static int run(qtts_model *m, scenario sc, run_out *o) {
     memset(o, 0, sizeof *o);
