@@ -178,9 +178,10 @@ int main(void) {
     const size_t spf = (size_t)info.samples_per_frame;
     run_out ref, got;
     if (run(m, PLAIN, &ref)) goto out;
-    test_report("sched/reference_runs",
-                ref.st[0] == QTTS_OK && ref.st[1] == QTTS_OK && ref.n[0] == A_FRAMES * spf && ref.n[1] == B_FRAMES * spf,
-                "status %d / %d, %zu / %zu samples", ref.st[0], ref.st[1], ref.n[0], ref.n[1]);
+    const int ref_ok = ref.st[0] == QTTS_OK && ref.st[1] == QTTS_OK && ref.n[0] == A_FRAMES * spf &&
+                       ref.n[1] == B_FRAMES * spf;
+    test_report("sched/reference_runs", ref_ok, "status %d / %d, %zu / %zu samples", ref.st[0], ref.st[1], ref.n[0],
+                ref.n[1]);
 
     if (!run(m, SLOT_REUSE, &got)) {
         test_report("sched/slot_reuse_while_worker_lags", got.held && same(&got, &ref, 0) && same(&got, &ref, 1),
