@@ -223,9 +223,8 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
         *out = t->data;
         /* read on every chunk: into the huge-page arena if there is one (the file's pages dropped) */
         const size_t nb = (size_t)t->n_elems * sizeof(float);
-        float *h = runtime ? huge_arena_alloc(&d->arena, nb) : NULL;
+        float *h = runtime ? huge_arena_copy(&d->arena, t->data, nb) : NULL;
         if (h) {
-            memcpy(h, t->data, nb);
             st_release(&d->st, t->data, nb);
             *out = h;
         }
@@ -247,9 +246,8 @@ static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, c
     float *wc = ops_conv_transpose1d_pack_conv(w, bias, cin, cout, k, stride);
     if (!wc) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
     const size_t nb = sizeof(float) * ((size_t)cin * cout * k + (size_t)stride * cout);
-    float *h = huge_arena_alloc(&d->arena, nb);
+    float *h = huge_arena_copy(&d->arena, wc, nb);
     if (h) {
-        memcpy(h, wc, nb);
         free(wc);
         wc = h;
     } else if (!own(d, wc)) {

@@ -85,9 +85,8 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     if (t == QTTS_WEIGHTS_NATIVE) {
         /* as stored: a copy in the arena if there is one, the file's pages dropped */
         const size_t nb = (size_t)w->rows * w->cols * dtype_size(w->dtype);
-        void *p = huge_arena_alloc(&m->weights_arena, nb);
+        void *p = huge_arena_copy(&m->weights_arena, w->data, nb);
         if (p) {
-            memcpy(p, w->data, nb);
             st_release(&m->st, w->data, nb);
             w->data = p;
         }

@@ -18,7 +18,7 @@ struct qtts_model {
     qtts_config cfg;
     gen_config gen;            /* generation_config.json */
     st_set st;                 /* model.safetensors (mmap) */
-    huge_arena weights_arena;  /* the quantised matrices (huge pages); released last */
+    huge_arena weights_arena;  /* the per-frame matrices, quantised or as stored (huge pages) */
     ops_ctx ops;
     talker_weights talker;
     cp_weights cp;

@@ -34,6 +34,12 @@ void *huge_arena_alloc(huge_arena *a, size_t n) {
     return a->base + at;
 }
 
+void *huge_arena_copy(huge_arena *a, const void *src, size_t n) {
+    void *p = huge_arena_alloc(a, n);
+    if (p) memcpy(p, src, n);
+    return p;
+}
+
 void huge_arena_trim(huge_arena *a) {
     if (!a || !a->map) return;
     if (a->used == 0) {

@@ -31,6 +31,10 @@ int huge_arena_reserve(huge_arena *a, size_t cap);
  * one by one: huge_arena_release frees everything. */
 void *huge_arena_alloc(huge_arena *a, size_t n);
 
+/* huge_arena_alloc(a, n) holding a copy of src's n bytes; NULL (nothing
+ * copied) when there is no arena or no room. */
+void *huge_arena_copy(huge_arena *a, const void *src, size_t n);
+
 /* Give the untouched tail of the reservation back (after the last allocation
  * of a load); later allocations fail. */
 void huge_arena_trim(huge_arena *a);

@@ -155,10 +155,10 @@ static int threads_for(const ops_ctx *c, long long macs, int units) {
     return nt < max_units ? nt : max_units;
 }
 
-/* Activations quantised for int8/int4 products, rows split over the pool:
- * those layouts hold one fixed-size record per row (q8_prep_row), so rows
- * [i0, i1) are the prep of X's rows [i0, i1) at their own offset, the same
- * bytes whichever thread makes them. */
+/* Prepared activations (int8/int4 quantisation, bf16 rounding) with rows
+ * split over the pool: a prepared buffer is one fixed-size record per row
+ * made from that row alone (ops.h), so rows [i0, i1) are the prep of X's rows
+ * [i0, i1) at their own offset, the same bytes whichever thread makes them. */
 typedef struct prep_job {
     ops_prep_fn prep;
     const qt_mat *W;
@@ -212,8 +212,8 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
         }
     }
     const int nt = own ? threads_for(c, (long long)W->rows * W->cols * n, W->rows) : 1;
-    if (psize && nt > 1 && n >= 2 && psize == q8_prep_size) {
-        prep_job pj = {prep, W, X, n, pbuf, q8_prep_row_bytes(W->cols)};
+    if (psize && nt > 1 && n >= 2) {
+        prep_job pj = {prep, W, X, n, pbuf, psize(W, 1)};
         threadpool_run(rt->pool, prep_task, &pj, n < nt ? n : nt);
     } else if (psize) {
         prep(W, X, n, pbuf);

@@ -85,9 +85,12 @@ int ops_weight_format(const qt_mat *W);
  * the float formats). Y and X have row strides W->rows and W->cols. */
 typedef void (*ops_mm_fn)(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
                           int r0, int r1);
-/* Bytes of prepared activations for n rows of W's width (0: no prep). */
+/* Bytes of prepared activations for n rows of W's width (0: no prep): n
+ * records of prep_size(W, 1) bytes, row i at i times that. */
 typedef size_t (*ops_prep_size_fn)(const qt_mat *W, int n);
-/* Prepare X [n][cols] into buf (64-byte aligned, ops_prep_size bytes). */
+/* Prepare X [n][cols] into buf (64-byte aligned, ops_prep_size bytes); each
+ * row's record is made from X's row alone, so rows may be prepared apart (as
+ * ops_matmul does over its pool). */
 typedef void (*ops_prep_fn)(const qt_mat *W, const float *X, int n, void *buf);
 
 /* Arguments of one convolution (see conv.h for the meaning of each). */

@@ -205,10 +205,9 @@ size_t qmat_quant_bytes_max(int rows, int cols) {
 
 qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a) {
     if (!m || !qt_is_quant(m) || !m->owned || !m->owned_bytes) return QTTS_ERR_INVALID_ARG;
-    uint8_t *buf = huge_arena_alloc(a, m->owned_bytes);
+    uint8_t *buf = huge_arena_copy(a, m->owned, m->owned_bytes);
     if (!buf) return QTTS_ERR_NOMEM;
     const uint8_t *old = m->owned;
-    memcpy(buf, old, m->owned_bytes);
     m->data = buf + ((const uint8_t *)m->data - old);
     m->scales = (const uint16_t *)(buf + ((const uint8_t *)m->scales - old));
     if (m->mins) m->mins = (const uint16_t *)(buf + ((const uint8_t *)m->mins - old));
