@@ -352,16 +352,20 @@ static void transformer(codec_stream *s, int n) {
         float *kh = s->k_hist[l], *vh = s->v_hist[l];
         for (int t = 0; t < n; t++)
             ops_rmsnorm(s->xn + (size_t)t * H, s->h + (size_t)t * H, L->attn_norm, H, c->rms_eps);
-        ops_matmul(ops, &L->wq, s->xn, n, NULL, s->q);
-        ops_matmul(ops, &L->wk, s->xn, n, NULL, s->kn);
-        ops_matmul(ops, &L->wv, s->xn, n, NULL, s->vn);
+        {
+            const qt_mat *const wqkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *const yqkv[3] = {s->q, s->kn, s->vn};
+            ops_matmul_multi(ops, 3, wqkv, s->xn, n, NULL, yqkv);
+        }
         for (int t = 0; t < n; t++) {
             const float *cs = s->rope + (size_t)t * HD;
             for (int h = 0; h < NH; h++) ops_rope_neox_cs(s->q + (size_t)t * QD + (size_t)h * HD, HD, cs);
             for (int h = 0; h < NKV; h++) ops_rope_neox_cs(s->kn + (size_t)t * KD + (size_t)h * HD, HD, cs);
         }
         /* Query t sits at index hist + t of [history rows ; new rows] and sees
-         * indices (hist + t - window, hist + t]. */
+         * indices (hist + t - window, hist + t]; as in ops_attn_head, scores
+         * by the table's dot, the output by one axpy per key (so a query's
+         * result depends on its keys only, not on the chunking). */
         for (int t = 0; t < n; t++) {
             const int qi = hist + t;
             const int j0 = qi - W1 > 0 ? qi - W1 : 0;
@@ -371,17 +375,14 @@ static void transformer(codec_stream *s, int n) {
                 const int kvh = h / grp;
                 for (int j = j0; j <= qi; j++) {
                     const float *kv = (j < hist ? kh + (size_t)j * KD : s->kn + (size_t)(j - hist) * KD) + kvh * HD;
-                    float acc = 0.0f;
-                    for (int i = 0; i < HD; i++) acc += qv[i] * kv[i];
-                    s->scores[j - j0] = acc * scale;
+                    s->scores[j - j0] = ops_dot(ops, qv, kv, HD) * scale;
                 }
                 ops_softmax(s->scores, nk);
                 float *ov = s->att + (size_t)t * QD + (size_t)h * HD;
                 for (int i = 0; i < HD; i++) ov[i] = 0.0f;
                 for (int j = j0; j <= qi; j++) {
                     const float *vv = (j < hist ? vh + (size_t)j * KD : s->vn + (size_t)(j - hist) * KD) + kvh * HD;
-                    const float wgt = s->scores[j - j0];
-                    for (int i = 0; i < HD; i++) ov[i] += wgt * vv[i];
+                    ops_axpy(ops, ov, s->scores[j - j0], vv, HD);
                 }
             }
         }
@@ -402,8 +403,11 @@ static void transformer(codec_stream *s, int n) {
 
         for (int t = 0; t < n; t++)
             ops_rmsnorm(s->xn + (size_t)t * H, s->h + (size_t)t * H, L->mlp_norm, H, c->rms_eps);
-        ops_matmul(ops, &L->w_gate, s->xn, n, NULL, s->gate);
-        ops_matmul(ops, &L->w_up, s->xn, n, NULL, s->up);
+        {
+            const qt_mat *const wgu[2] = {&L->w_gate, &L->w_up};
+            float *const ygu[2] = {s->gate, s->up};
+            ops_matmul_multi(ops, 2, wgu, s->xn, n, NULL, ygu);
+        }
         ops_swiglu(s->gate, s->up, n * c->inter);
         ops_matmul(ops, &L->w_down, s->gate, n, NULL, s->o);
         for (int t = 0; t < n; t++)

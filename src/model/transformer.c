@@ -274,9 +274,11 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         const tf_layer *L = &w->layers[l];
         rj.l = l;
         rows_run(ops, &rj, ROWS_ATTN_NORM);
-        ops_matmul(ops, &L->wq, s->xn, n, NULL, s->q);
-        ops_matmul(ops, &L->wk, s->xn, n, NULL, k_new);
-        ops_matmul(ops, &L->wv, s->xn, n, NULL, v_new);
+        {
+            const qt_mat *const wqkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *const yqkv[3] = {s->q, k_new, v_new};
+            ops_matmul_multi(ops, 3, wqkv, s->xn, n, NULL, yqkv);
+        }
         /* q/k norm + RoPE, then store K/V at each row's position */
         rows_run(ops, &rj, ROWS_QK);
         /* attention: row i attends to its cache positions 0..pos */
@@ -291,8 +293,11 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         /* MLP */
         rows_run(ops, &rj, ROWS_FFN_NORM);
-        ops_matmul(ops, &L->wgate, s->xn, n, NULL, s->h1);
-        ops_matmul(ops, &L->wup, s->xn, n, NULL, s->h2);
+        {
+            const qt_mat *const wgu[2] = {&L->wgate, &L->wup};
+            float *const ygu[2] = {s->h1, s->h2};
+            ops_matmul_multi(ops, 2, wgu, s->xn, n, NULL, ygu);
+        }
         ops_swiglu_ctx(ops, s->h1, s->h2, n * c->inter);
         ops_matmul(ops, &L->wdown, s->h1, n, NULL, s->tmp);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];

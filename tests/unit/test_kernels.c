@@ -1465,6 +1465,81 @@ static void test_neon_compiles(void) {
 #endif
 }
 
+/* ops_matmul_multi (q/k/v and gate/up of one input as one pool job): every
+ * output has the bits of its own ops_matmul, for every format and table, 1-3
+ * threads, per-matrix biases (one NULL), and the fallback for matrices that
+ * do not share a format or width. */
+static void test_matmul_multi(void) {
+    enum { COLS = 300, N = 5 };
+    static const int rows[3] = {131, 40, 17};
+    float *X = malloc(sizeof(float) * N * COLS), *b = malloc(sizeof(float) * 131);
+    fill(X, (size_t)N * COLS, 2.0f);
+    fill(b, 131, 1.0f);
+    const float *const bias[3] = {b, NULL, b};
+    for (int t = 0; t < n_tables; t++)
+        for (int which = 0; which < 8; which++) {
+            mm_case c[3];
+            int made = 0, ok = 1, mixed = which == 7;
+            for (int i = 0; i < 3; i++) {
+                /* which 7: F32, Q8 and BF16 (no shared preparation: one product each) */
+                const int kind = mixed ? (i == 0 ? 0 : i == 1 ? 3 : 2) : which;
+                made += make_case(&c[i], kind, rows[i], COLS);
+            }
+            if (made < 3) continue;
+            if (which == 3 && tables[t]->prefer_q8x16)
+                for (int i = 0; i < 3; i++) {
+                    qtts_error e;
+                    if (qmat_pack_q8x16(&c[i].m, &e)) ok = 0;
+                }
+            if (c[0].dp && !tables[t]->mm_bf16_dp) {
+                for (int i = 0; i < 3; i++) free_case(&c[i]);
+                continue;
+            }
+            float *Yr[3], *Y[3];
+            for (int i = 0; i < 3; i++) {
+                Yr[i] = malloc(sizeof(float) * N * rows[i]);
+                Y[i] = malloc(sizeof(float) * (N * rows[i] + 1));
+            }
+            const qt_mat *const W[3] = {&c[0].m, &c[1].m, &c[2].m};
+            for (int nt = 1; nt <= 3; nt++) {
+                ops_ctx ctx;
+                ops_init(&ctx, nt, 0);
+                ctx.k = tables[t];
+                if (c[0].dp) ops_set_bf16_dp(&ctx, 1);
+                if (nt == 1)
+                    for (int i = 0; i < 3; i++) ops_matmul(&ctx, W[i], X, N, bias[i], Yr[i]);
+                for (int n = 1; n <= N; n += N - 1) {
+                    for (int i = 0; i < 3; i++) Y[i][n * rows[i]] = 777.0f;
+                    ops_matmul_multi(&ctx, 3, W, X, n, bias, Y);
+                    for (int i = 0; i < 3; i++)
+                        ok &= memcmp(Y[i], Yr[i], sizeof(float) * n * rows[i]) == 0 && Y[i][n * rows[i]] == 777.0f;
+                    /* two of the three, no biases */
+                    float *const Y2[2] = {Y[2], Y[0]};
+                    const qt_mat *const W2[2] = {W[2], W[0]};
+                    ops_matmul_multi(&ctx, 2, W2, X, n, NULL, Y2);
+                    float *r = malloc(sizeof(float) * n * rows[0]);
+                    ops_matmul(&ctx, W[0], X, n, NULL, r);
+                    ok &= memcmp(Y[0], r, sizeof(float) * n * rows[0]) == 0;
+                    ops_matmul(&ctx, W[2], X, n, NULL, r);
+                    ok &= memcmp(Y[2], r, sizeof(float) * n * rows[2]) == 0;
+                    free(r);
+                }
+                ops_free(&ctx);
+            }
+            char name[96];
+            snprintf(name, sizeof name, "matmul_multi_%s_%s", tables[t]->name,
+                     mixed ? "mixed" : c[0].m.quant == QT_Q8_B32_X16 ? "Q8_B32_X16" : c[0].name);
+            CHECK(name, ok, "a product of the shared job differs from its own ops_matmul");
+            for (int i = 0; i < 3; i++) {
+                free(Yr[i]);
+                free(Y[i]);
+                free_case(&c[i]);
+            }
+        }
+    free(X);
+    free(b);
+}
+
 int main(void) {
     find_tables();
     test_matmul_float();
@@ -1473,6 +1548,7 @@ int main(void) {
     test_matmul_q8x16();
     test_bf16_dp();
     test_contract();
+    test_matmul_multi();
     test_pool();
     test_dot_axpy();
     test_attn_head();

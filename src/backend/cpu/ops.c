@@ -2,7 +2,8 @@
  * ops (see ops.h). A matmul: pick the kernel for W's format -> prepare X if
  * the format needs it (int8 blocks, bf16) into the context's scratch ->
  * split W's rows into tasks of a multiple of 16 rows that the pool's threads
- * pull -> kernel per row range. */
+ * pull -> kernel per row range. ops_matmul_multi does the same for several
+ * matrices of one X in one pool job (one preparation, one wait). */
 #include "backend/cpu/ops.h"
 
 #include <math.h>
@@ -22,17 +23,6 @@
  * has no scratch (one thread): n = 4 rows of 3072 columns, 2 of 6144. */
 #define STACK_PREP_BYTES 65536
 
-typedef struct mm_job {
-    ops_mm_fn fn;
-    int rows_per_task;
-    const qt_mat *W;
-    const float *X;
-    const void *prep;
-    int n;
-    const float *bias;
-    float *Y;
-} mm_job;
-
 typedef struct conv_job {
     void (*fn)(const ops_conv_args *a, int o0, int o1);
     const ops_conv_args *a;
@@ -50,7 +40,6 @@ struct ops_rt {
     atomic_int busy;
     void *scratch; /* 64-byte aligned, grow-only */
     size_t scratch_cap;
-    mm_job mm;
     conv_job conv;
     conv_time_job conv_time;
 };
@@ -140,14 +129,6 @@ static int task_size(int total, int nt, int align) {
     return per < align ? align : per;
 }
 
-static void mm_task(void *arg, int t, int nt) {
-    (void)nt;
-    const mm_job *j = arg;
-    const int r0 = t * j->rows_per_task;
-    const int r1 = r0 + j->rows_per_task < j->W->rows ? r0 + j->rows_per_task : j->W->rows;
-    if (r0 < r1) j->fn(j->W, j->X, j->prep, j->n, j->bias, j->Y, r0, r1);
-}
-
 static int threads_for(const ops_ctx *c, long long macs, int units) {
     int nt = c->n_threads;
     if (macs < MT_MIN_MACS) return 1;
@@ -179,12 +160,44 @@ int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n) {
     return threads_for(c, (long long)W->rows * W->cols * n, W->rows);
 }
 
-void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
-    if (n <= 0 || W->rows <= 0) return;
+/* Several products of one X, as one pool job: task t is rows
+ * [(t - first[w]) per, + per) of matrix w, first[w] <= t < first[w + 1]. */
+typedef struct mm_multi_job {
+    ops_mm_fn fn;
+    int per;
+    const qt_mat *const *W;
+    const float *X;
+    const void *prep;
+    int n;
+    const float *const *bias;
+    float *const *Y;
+    int first[OPS_MM_MULTI_MAX + 1];
+} mm_multi_job;
+
+static void mm_multi_task(void *arg, int t, int nt) {
+    (void)nt;
+    const mm_multi_job *j = arg;
+    int w = 0;
+    while (t >= j->first[w + 1]) w++;
+    const qt_mat *W = j->W[w];
+    const int r0 = (t - j->first[w]) * j->per;
+    const int r1 = r0 + j->per < W->rows ? r0 + j->per : W->rows;
+    if (r0 < r1) j->fn(W, j->X, j->prep, j->n, j->bias ? j->bias[w] : NULL, j->Y[w], r0, r1);
+}
+
+static void mm_fail(int nw, const qt_mat *const *W, int n, float *const *Y) {
+    for (int w = 0; w < nw; w++)
+        for (size_t i = 0; i < (size_t)n * W[w]->rows; i++) Y[w][i] = NAN;
+}
+
+/* The matrices of one call share X's preparation and the pool job: same
+ * format and width (checked by the caller). */
+static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n, const float *const *bias,
+                   float *const *Y) {
     const ops_kernels *k = c->k;
-    const int f = ops_weight_format(W);
+    const int f = ops_weight_format(W[0]);
     if (f < 0) {
-        for (size_t i = 0; i < (size_t)n * W->rows; i++) Y[i] = NAN;
+        mm_fail(nw, W, n, Y);
         return;
     }
     if (!k->mm[f]) k = ops_kernels_scalar(); /* a layout this table has no kernel for */
@@ -201,32 +214,54 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
     _Alignas(64) unsigned char stack_buf[STACK_PREP_BYTES];
     void *pbuf = NULL, *heap = NULL;
     if (psize) {
-        const size_t sz = psize(W, n);
+        const size_t sz = psize(W[0], n);
         if (own) pbuf = rt_scratch(rt, sz);
         if (!pbuf && sz <= sizeof stack_buf) pbuf = stack_buf;
         if (!pbuf) pbuf = heap = aligned_alloc(64, (sz + 63) & ~(size_t)63);
         if (!pbuf) {
-            for (size_t i = 0; i < (size_t)n * W->rows; i++) Y[i] = NAN;
+            mm_fail(nw, W, n, Y);
             if (own) rt_release(rt);
             return;
         }
     }
-    const int nt = own ? threads_for(c, (long long)W->rows * W->cols * n, W->rows) : 1;
+    int rows = 0;
+    for (int w = 0; w < nw; w++) rows += W[w]->rows;
+    const int nt = own ? threads_for(c, (long long)rows * W[0]->cols * n, rows) : 1;
     if (psize && nt > 1 && n >= 2) {
-        prep_job pj = {prep, W, X, n, pbuf, psize(W, 1)};
+        prep_job pj = {prep, W[0], X, n, pbuf, psize(W[0], 1)};
         threadpool_run(rt->pool, prep_task, &pj, n < nt ? n : nt);
     } else if (psize) {
-        prep(W, X, n, pbuf);
+        prep(W[0], X, n, pbuf);
     }
     if (nt <= 1) {
-        fn(W, X, pbuf, n, bias, Y, 0, W->rows);
+        for (int w = 0; w < nw; w++) fn(W[w], X, pbuf, n, bias ? bias[w] : NULL, Y[w], 0, W[w]->rows);
     } else {
-        const int per = task_size(W->rows, nt, ROW_CHUNK);
-        rt->mm = (mm_job){fn, per, W, X, pbuf, n, bias, Y};
-        threadpool_run(rt->pool, mm_task, &rt->mm, (W->rows + per - 1) / per);
+        mm_multi_job j = {.fn = fn, .per = task_size(rows, nt, ROW_CHUNK), .W = W, .X = X, .prep = pbuf, .n = n,
+                          .bias = bias, .Y = Y};
+        for (int w = 0; w < nw; w++) j.first[w + 1] = j.first[w] + (W[w]->rows + j.per - 1) / j.per;
+        threadpool_run(rt->pool, mm_multi_task, &j, j.first[nw]);
     }
     if (own) rt_release(rt);
     free(heap);
+}
+
+void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
+    if (n <= 0 || W->rows <= 0) return;
+    mm_run(c, 1, &W, X, n, bias ? &bias : NULL, &Y);
+}
+
+void ops_matmul_multi(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n,
+                      const float *const *bias, float *const *Y) {
+    if (n <= 0 || nw <= 0) return;
+    int shared = nw <= OPS_MM_MULTI_MAX;
+    for (int w = 0; w < nw && shared; w++)
+        shared = W[w]->rows > 0 && W[w]->cols == W[0]->cols && W[w]->dtype == W[0]->dtype &&
+                 ops_weight_format(W[w]) == ops_weight_format(W[0]);
+    if (shared) {
+        mm_run(c, nw, W, X, n, bias, Y);
+        return;
+    }
+    for (int w = 0; w < nw; w++) ops_matmul(c, W[w], X, n, bias ? bias[w] : NULL, Y[w]);
 }
 
 /* ------------------------------------------------------------ convolutions */

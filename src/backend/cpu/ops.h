@@ -168,6 +168,14 @@ const ops_kernels *ops_kernels_scalar(void);
 /* Y[n][rows] = X[n][cols] W^T + bias, threads split over W's rows. */
 void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y);
 
+/* Y[w] = X W[w]^T + bias[w] for w < nw (nw <= OPS_MM_MULTI_MAX; bias NULL or
+ * per-matrix, NULL entries allowed): the products of one input (q/k/v, gate/up)
+ * as one pool job, with X prepared once when the matrices share format and
+ * width (else one ops_matmul each). Each Y[w] has the bits ops_matmul gives. */
+#define OPS_MM_MULTI_MAX 4
+void ops_matmul_multi(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n,
+                      const float *const *bias, float *const *Y);
+
 /* Threads ops_matmul uses for W and n rows (1 below the size where waking
  * the pool pays off). */
 int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n);
