@@ -989,6 +989,8 @@ static void test_conv1d_kernels(void) {
         {33, 17, 7, 1, 1, 1, 66}, {6, 6, 3, 1, 1, 3, 1000},
         /* inputs over the AVX-512 kernel's 512 KiB time block: several blocks */
         {96, 7, 7, 1, 9, 1, 3000}, {200, 13, 1, 1, 1, 1, 1500},
+        /* one or two vectors of output steps (the AVX-512 12-channel tiles), taps 7, 2 and 5 */
+        {20, 26, 7, 1, 1, 1, 30}, {14, 25, 2, 1, 1, 1, 17}, {10, 12, 7, 1, 2, 1, 18}, {9, 40, 5, 1, 1, 1, 36},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {

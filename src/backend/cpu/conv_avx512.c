@@ -23,7 +23,12 @@
 #define AI static inline __attribute__((always_inline))
 #define VL 16
 #define MAX_K 64
-#define C1_CO 6  /* output channels of a conv1d register tile */
+/* Output channels of a conv1d register tile: 6 x 4 vectors of time (24
+ * accumulators) where the range has 64 steps or more; where a call has only
+ * one or two vectors of time (the 1-2 kHz stages of a short chunk), 12 x 1
+ * and 12 x 2, so the FMA units still have enough independent sums. */
+#define C1_CO 6
+#define C1_CO_MAX 12
 /* input bytes of one conv1d time block (conv1d_avx512) */
 #define OPS_CONV_L2_BYTES (512u * 1024u)
 
@@ -34,23 +39,27 @@ typedef struct xmap {
     int toff[MAX_K];   /* per tap */
 } xmap;
 
-AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
+/* CO output channels x TV vectors; KT = the tap count when the caller knows
+ * it at compile time (1, 2, 7: unrolled), else 0 (k taps, a loop). */
+AI void c1_tile(int CO, int TV, int KT, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
                 __mmask16 mlast, const float *bias, int o, float *y, size_t ys) {
-    __m512 acc[C1_CO][4];
-#pragma GCC unroll 6
+    __m512 acc[C1_CO_MAX][4];
+    const int K = KT ? KT : k;
+#pragma GCC unroll 16
     for (int c = 0; c < CO; c++)
 #pragma GCC unroll 4
         for (int v = 0; v < TV; v++) acc[c][v] = _mm512_setzero_ps();
     for (int i = 0; i < cin_g; i++) {
         const float *xr = xm->base + (size_t)(ci0 + i) * xm->crs + t;
-        const float *wi = w + (size_t)i * k;
-        for (int tap = 0; tap < k; tap++) {
+        const float *wi = w + (size_t)i * K;
+#pragma GCC unroll 7
+        for (int tap = 0; tap < K; tap++) {
             const float *xp = xr + xm->toff[tap];
             __m512 xv[4];
 #pragma GCC unroll 4
             for (int v = 0; v < TV; v++)
                 xv[v] = v == TV - 1 ? _mm512_maskz_loadu_ps(mlast, xp + VL * v) : _mm512_loadu_ps(xp + VL * v);
-#pragma GCC unroll 6
+#pragma GCC unroll 16
             for (int c = 0; c < CO; c++) {
                 const __m512 wv = _mm512_set1_ps(wi[c * wos + tap]);
 #pragma GCC unroll 4
@@ -58,7 +67,7 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
             }
         }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 16
     for (int c = 0; c < CO; c++) {
         const __m512 b = _mm512_set1_ps(bias ? bias[o + c] : 0.0f);
         float *yo = y + (size_t)(o + c) * ys + t;
@@ -71,12 +80,27 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
     }
 }
 
+#define C1_CALL(CO, TV, KT) c1_tile(CO, TV, KT, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys)
+#define C1_K(CO, TV)                                                                                                   \
+    switch (k) {                                                                                                       \
+    case 1: C1_CALL(CO, TV, 1); break;                                                                                 \
+    case 2: C1_CALL(CO, TV, 2); break;                                                                                 \
+    case 7: C1_CALL(CO, TV, 7); break;                                                                                 \
+    default: C1_CALL(CO, TV, 0); break;                                                                                \
+    }
 #define C1_CASES(CO)                                                                                                   \
     switch (TV) {                                                                                                      \
-    case 1: c1_tile(CO, 1, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys); break;                          \
-    case 2: c1_tile(CO, 2, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys); break;                          \
-    case 3: c1_tile(CO, 3, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys); break;                          \
-    default: c1_tile(CO, 4, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys); break;                         \
+    case 1: C1_CALL(CO, 1, 0); break;                                                                                  \
+    case 2: C1_CALL(CO, 2, 0); break;                                                                                  \
+    case 3: C1_CALL(CO, 3, 0); break;                                                                                  \
+    default: C1_CALL(CO, 4, 0); break;                                                                                 \
+    }
+#define C1_CASES_K(CO)                                                                                                 \
+    switch (TV) {                                                                                                      \
+    case 1: C1_K(CO, 1) break;                                                                                         \
+    case 2: C1_K(CO, 2) break;                                                                                         \
+    case 3: C1_K(CO, 3) break;                                                                                         \
+    default: C1_K(CO, 4) break;                                                                                        \
     }
 
 /* Same terms, same order, scalar FMA: the fallback for shapes the tile does
@@ -127,12 +151,17 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
     const int tb = tbl < 4 * VL ? 4 * VL : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / (4 * VL)) * 4 * VL;
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
         const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
+        /* 12-channel tiles of one or two vectors where the whole block is that
+         * short, and for K 1 (whose x rows, read once per tap, would
+         * otherwise stream from L2 at twice the rate) */
+        const int wide = tb1 - tb0 <= 2 * VL || k == 1, tw = wide ? 2 * VL : 4 * VL;
         for (int o = o0; o < o1;) {
             const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-            const int CO = gend - o < C1_CO ? gend - o : C1_CO, ci0 = g * cin_g;
+            const int CO = wide && gend - o >= C1_CO_MAX ? C1_CO_MAX : gend - o < C1_CO ? gend - o : C1_CO;
+            const int ci0 = g * cin_g;
             const float *wo = a->w + (size_t)o * wos;
-            for (int t = tb0; t < tb1; t += 4 * VL) {
-                const int rem = tb1 - t < 4 * VL ? tb1 - t : 4 * VL;
+            for (int t = tb0; t < tb1; t += tw) {
+                const int rem = tb1 - t < tw ? tb1 - t : tw;
                 const int TV = (rem + VL - 1) / VL, last = rem - (TV - 1) * VL;
                 const __mmask16 m = (__mmask16)((1u << last) - 1u);
                 switch (CO) {
@@ -141,7 +170,11 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
                 case 3: C1_CASES(3) break;
                 case 4: C1_CASES(4) break;
                 case 5: C1_CASES(5) break;
-                default: C1_CASES(6) break;
+                case C1_CO: C1_CASES_K(C1_CO) break;
+                default:
+                    if (TV == 1) C1_K(C1_CO_MAX, 1)
+                    else C1_K(C1_CO_MAX, 2)
+                    break;
                 }
             }
             o += CO;
