@@ -403,12 +403,7 @@ static void transformer(codec_stream *s, int n) {
 
         for (int t = 0; t < n; t++)
             ops_rmsnorm(s->xn + (size_t)t * H, s->h + (size_t)t * H, L->mlp_norm, H, c->rms_eps);
-        {
-            const qt_mat *const wgu[2] = {&L->w_gate, &L->w_up};
-            float *const ygu[2] = {s->gate, s->up};
-            ops_matmul_multi(ops, 2, wgu, s->xn, n, NULL, ygu);
-        }
-        ops_swiglu(s->gate, s->up, n * c->inter);
+        ops_matmul_swiglu(ops, &L->w_gate, &L->w_up, s->xn, n, s->gate, s->up);
         ops_matmul(ops, &L->w_down, s->gate, n, NULL, s->o);
         for (int t = 0; t < n; t++)
             for (int i = 0; i < H; i++) s->h[(size_t)t * H + i] += L->mlp_scale[i] * s->o[(size_t)t * H + i];

@@ -293,12 +293,7 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         /* MLP */
         rows_run(ops, &rj, ROWS_FFN_NORM);
-        {
-            const qt_mat *const wgu[2] = {&L->wgate, &L->wup};
-            float *const ygu[2] = {s->h1, s->h2};
-            ops_matmul_multi(ops, 2, wgu, s->xn, n, NULL, ygu);
-        }
-        ops_swiglu_ctx(ops, s->h1, s->h2, n * c->inter);
+        ops_matmul_swiglu(ops, &L->wgate, &L->wup, s->xn, n, s->h1, s->h2);
         ops_matmul(ops, &L->wdown, s->h1, n, NULL, s->tmp);
         for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
         if (on_layer) on_layer(l, x, n, user);

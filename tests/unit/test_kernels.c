@@ -1542,6 +1542,64 @@ static void test_matmul_multi(void) {
     free(b);
 }
 
+/* ops_matmul_swiglu: H and U have the bits of the two ops_matmul then
+ * ops_swiglu, every table and format, 1-3 threads, and for a gate and an up
+ * of different formats (the fallback); gate and up of different heights give
+ * NaN. */
+static void test_matmul_swiglu(void) {
+    enum { ROWS = 131, COLS = 300, N = 5 };
+    float *X = malloc(sizeof(float) * N * COLS);
+    fill(X, (size_t)N * COLS, 2.0f);
+    float *H = malloc(sizeof(float) * N * ROWS), *U = malloc(sizeof(float) * N * ROWS);
+    float *Hr = malloc(sizeof(float) * N * ROWS), *Ur = malloc(sizeof(float) * N * ROWS);
+    for (int t = 0; t < n_tables; t++)
+        for (int which = 0; which < 9; which++) {
+            const int mixed = which == 7, uneven = which == 8;
+            mm_case g, u;
+            if (!make_case(&g, mixed || uneven ? 3 : which, ROWS, COLS)) continue;
+            if (!make_case(&u, mixed ? 0 : uneven ? 3 : which, uneven ? ROWS - 16 : ROWS, COLS)) {
+                free_case(&g);
+                continue;
+            }
+            if (g.dp && !tables[t]->mm_bf16_dp) {
+                free_case(&g);
+                free_case(&u);
+                continue;
+            }
+            int ok = 1;
+            for (int nt = 1; nt <= 3; nt++) {
+                ops_ctx ctx;
+                ops_init(&ctx, nt, 0);
+                ctx.k = tables[t];
+                if (g.dp) ops_set_bf16_dp(&ctx, 1);
+                for (int n = 1; n <= N; n += N - 1) {
+                    ops_matmul_swiglu(&ctx, &g.m, &u.m, X, n, H, U);
+                    if (uneven) {
+                        ok &= isnan(H[0]) && isnan(H[n * ROWS - 1]) && isnan(U[0]) && isnan(U[n * u.m.rows - 1]);
+                        continue;
+                    }
+                    ops_matmul(&ctx, &g.m, X, n, NULL, Hr);
+                    ops_matmul(&ctx, &u.m, X, n, NULL, Ur);
+                    ops_swiglu(Hr, Ur, n * ROWS);
+                    ok &= memcmp(H, Hr, sizeof(float) * n * ROWS) == 0 && memcmp(U, Ur, sizeof(float) * n * ROWS) == 0;
+                }
+                ops_free(&ctx);
+            }
+            char name[96];
+            snprintf(name, sizeof name, "matmul_swiglu_%s_%s", tables[t]->name,
+                     mixed ? "mixed" : uneven ? "uneven_nan" : g.name);
+            CHECK(name, ok, uneven ? "gate and up of different heights did not give NaN"
+                                   : "the fused SwiGLU differs from two products and ops_swiglu");
+            free_case(&g);
+            free_case(&u);
+        }
+    free(X);
+    free(H);
+    free(U);
+    free(Hr);
+    free(Ur);
+}
+
 int main(void) {
     find_tables();
     test_matmul_float();
@@ -1551,6 +1609,7 @@ int main(void) {
     test_bf16_dp();
     test_contract();
     test_matmul_multi();
+    test_matmul_swiglu();
     test_pool();
     test_dot_axpy();
     test_attn_head();

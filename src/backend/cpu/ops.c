@@ -190,10 +190,35 @@ static void mm_fail(int nw, const qt_mat *const *W, int n, float *const *Y) {
         for (size_t i = 0; i < (size_t)n * W[w]->rows; i++) Y[w][i] = NAN;
 }
 
+/* SwiGLU's two products as one job: each task makes rows [r0, r1) of the
+ * gate product (into H) and of the up product (into U), then H = silu(H) U
+ * over those columns of every row, the element-wise ops_swiglu. */
+typedef struct mm_glu_job {
+    ops_mm_fn fn;
+    int per;
+    const qt_mat *Wg, *Wu;
+    const float *X;
+    const void *prep;
+    int n;
+    float *H, *U;
+} mm_glu_job;
+
+static void mm_glu_task(void *arg, int t, int nt) {
+    (void)nt;
+    const mm_glu_job *j = arg;
+    const int rows = j->Wg->rows, r0 = t * j->per, r1 = r0 + j->per < rows ? r0 + j->per : rows;
+    if (r0 >= r1) return;
+    j->fn(j->Wg, j->X, j->prep, j->n, NULL, j->H, r0, r1);
+    j->fn(j->Wu, j->X, j->prep, j->n, NULL, j->U, r0, r1);
+    for (int i = 0; i < j->n; i++) ops_swiglu(j->H + (size_t)i * rows + r0, j->U + (size_t)i * rows + r0, r1 - r0);
+}
+
 /* The matrices of one call share X's preparation and the pool job: same
- * format and width (checked by the caller). */
+ * format and width (checked by the caller). glu_u != NULL: the SwiGLU pair
+ * (nw = 2, same rows), Y[0] gets silu(X W0^T) (X W1^T) and glu_u the second
+ * product. */
 static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n, const float *const *bias,
-                   float *const *Y) {
+                   float *const *Y, float *glu_u) {
     const ops_kernels *k = c->k;
     const int f = ops_weight_format(W[0]);
     if (f < 0) {
@@ -233,7 +258,13 @@ static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float
     } else if (psize) {
         prep(W[0], X, n, pbuf);
     }
-    if (nt <= 1) {
+    if (glu_u) {
+        mm_glu_job j = {.fn = fn, .per = nt > 1 ? task_size(W[0]->rows, nt, ROW_CHUNK) : W[0]->rows, .Wg = W[0],
+                        .Wu = W[1], .X = X, .prep = pbuf, .n = n, .H = Y[0], .U = glu_u};
+        const int tasks = (W[0]->rows + j.per - 1) / j.per;
+        if (nt <= 1) mm_glu_task(&j, 0, 1);
+        else threadpool_run(rt->pool, mm_glu_task, &j, tasks);
+    } else if (nt <= 1) {
         for (int w = 0; w < nw; w++) fn(W[w], X, pbuf, n, bias ? bias[w] : NULL, Y[w], 0, W[w]->rows);
     } else {
         mm_multi_job j = {.fn = fn, .per = task_size(rows, nt, ROW_CHUNK), .W = W, .X = X, .prep = pbuf, .n = n,
@@ -245,23 +276,45 @@ static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float
     free(heap);
 }
 
+/* Same format and width: one preparation of X serves every matrix. */
+static int mm_shared(int nw, const qt_mat *const *W) {
+    int ok = nw <= OPS_MM_MULTI_MAX;
+    for (int w = 0; w < nw && ok; w++)
+        ok = W[w]->rows > 0 && W[w]->cols == W[0]->cols && W[w]->dtype == W[0]->dtype &&
+             ops_weight_format(W[w]) == ops_weight_format(W[0]);
+    return ok;
+}
+
 void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
     if (n <= 0 || W->rows <= 0) return;
-    mm_run(c, 1, &W, X, n, bias ? &bias : NULL, &Y);
+    mm_run(c, 1, &W, X, n, bias ? &bias : NULL, &Y, NULL);
 }
 
 void ops_matmul_multi(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n,
                       const float *const *bias, float *const *Y) {
     if (n <= 0 || nw <= 0) return;
-    int shared = nw <= OPS_MM_MULTI_MAX;
-    for (int w = 0; w < nw && shared; w++)
-        shared = W[w]->rows > 0 && W[w]->cols == W[0]->cols && W[w]->dtype == W[0]->dtype &&
-                 ops_weight_format(W[w]) == ops_weight_format(W[0]);
-    if (shared) {
-        mm_run(c, nw, W, X, n, bias, Y);
+    if (mm_shared(nw, W)) {
+        mm_run(c, nw, W, X, n, bias, Y, NULL);
         return;
     }
     for (int w = 0; w < nw; w++) ops_matmul(c, W[w], X, n, bias ? bias[w] : NULL, Y[w]);
+}
+
+void ops_matmul_swiglu(const ops_ctx *c, const qt_mat *Wg, const qt_mat *Wu, const float *X, int n, float *H,
+                       float *U) {
+    if (n <= 0) return;
+    const qt_mat *const W[2] = {Wg, Wu};
+    float *const Y[2] = {H, U};
+    if (Wg->rows != Wu->rows) {
+        mm_fail(2, W, n, Y);
+        return;
+    }
+    if (mm_shared(2, W)) {
+        mm_run(c, 2, W, X, n, NULL, Y, U);
+        return;
+    }
+    ops_matmul_multi(c, 2, W, X, n, NULL, Y);
+    ops_swiglu_ctx(c, H, U, n * Wg->rows);
 }
 
 /* ------------------------------------------------------------ convolutions */

@@ -176,6 +176,14 @@ void ops_matmul(const ops_ctx *c, const qt_mat *W, const float *X, int n, const 
 void ops_matmul_multi(const ops_ctx *c, int nw, const qt_mat *const *W, const float *X, int n,
                       const float *const *bias, float *const *Y);
 
+/* H = silu(X Wg^T) * (X Wu^T) element-wise (SwiGLU's first half), U: scratch
+ * [n][rows] (gets X Wu^T): the two products and the product of the two as one
+ * pool job, each task doing its rows of all three. Same bits as
+ * ops_matmul_multi then ops_swiglu_ctx, which it falls back to for matrices
+ * of different formats or widths. Wg and Wu of different heights: H and U NaN. */
+void ops_matmul_swiglu(const ops_ctx *c, const qt_mat *Wg, const qt_mat *Wu, const float *X, int n, float *H,
+                       float *U);
+
 /* Threads ops_matmul uses for W and n rows (1 below the size where waking
  * the pool pays off). */
 int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n);
