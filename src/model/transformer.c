@@ -260,6 +260,10 @@ static void rows_run(const ops_ctx *ops, rows_job *j, rows_stage stage) {
     else ops_parallel(ops, rows_task, j, tasks);
 }
 
+/* Attention below this many query-key multiply-adds (per layer, all rows and
+ * heads; the same again for the values) runs on the calling thread. */
+#define TF_ATTN_MIN_POOL (1 << 16)
+
 void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf_row *rows, float *x, int n,
                 tf_layer_fn on_layer, void *user) {
     const tf_config *c = &w->cfg;
@@ -286,6 +290,11 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
             int tasks = ops->n_threads * 2;
             if (tasks > TF_ATTN_TASKS) tasks = TF_ATTN_TASKS;
             if (tasks > n * nh) tasks = n * nh;
+            /* a few short sequences (the code predictor's <= 17 positions)
+             * cost less than waking the pool: this thread does them */
+            long long work = 0;
+            for (int i = 0; i < n; i++) work += (long long)(rows[i].pos + 1) * nh * hd;
+            if (work < TF_ATTN_MIN_POOL) tasks = 1;
             attn_job job = {ops, rows, s->q, s->att, s->scores, (size_t)(s->max_pos > 0 ? s->max_pos : 1), l, n, nh, hd, kvd, group, scale};
             ops_parallel(ops, attn_task, &job, tasks);
         }
