@@ -583,6 +583,43 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
     }
 }
 
+/* ------------------------------------------------------------ SwiGLU */
+
+/* e^x for x clamped to [-104, 89] (beyond it e^x is 0 or overflows anyway):
+ * x = n ln 2 + r with n = round(x log2 e), |r| <= ln 2 / 2 (ln 2 in a 15-bit
+ * head, so n ln2_hi is exact, and a tail); e^r by its Taylor series to r^7
+ * (the next term is below 1e-8 relative there) in Horner form; 2^n by
+ * scalef, which saturates to inf and to 0 / subnormals correctly. Within a
+ * few ulp of expf. */
+AI __m512 exp_avx512(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* g = g / (1 + e^-g) * u, 16 lanes at a time, the tail masked: every element
+ * goes through the same operations wherever it sits. NaN in g stays NaN. */
+static void swiglu_avx512(float *g, const float *u, int n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512 gv = _mm512_maskz_loadu_ps(m, g + j), uv = _mm512_maskz_loadu_ps(m, u + j);
+        const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), gv));
+        _mm512_mask_storeu_ps(g + j, m, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), uv));
+    }
+}
+
 void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
     k->mm[OPS_WF_F32] = mm_f32_avx512;
     k->mm[OPS_WF_F16] = mm_f16_avx512;
@@ -603,4 +640,5 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
     k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
     k->dot = dot_avx512;
     k->axpy = axpy_avx512;
+    k->swiglu = swiglu_avx512;
 }

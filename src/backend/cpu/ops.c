@@ -192,7 +192,8 @@ static void mm_fail(int nw, const qt_mat *const *W, int n, float *const *Y) {
 
 /* SwiGLU's two products as one job: each task makes rows [r0, r1) of the
  * gate product (into H) and of the up product (into U), then H = silu(H) U
- * over those columns of every row, the element-wise ops_swiglu. */
+ * over those columns of every row, with the context table's swiglu (as
+ * ops_swiglu_ctx). */
 typedef struct mm_glu_job {
     ops_mm_fn fn;
     int per;
@@ -201,6 +202,7 @@ typedef struct mm_glu_job {
     const void *prep;
     int n;
     float *H, *U;
+    void (*swiglu)(float *g, const float *u, int n); /* the context table's */
 } mm_glu_job;
 
 static void mm_glu_task(void *arg, int t, int nt) {
@@ -210,7 +212,7 @@ static void mm_glu_task(void *arg, int t, int nt) {
     if (r0 >= r1) return;
     j->fn(j->Wg, j->X, j->prep, j->n, NULL, j->H, r0, r1);
     j->fn(j->Wu, j->X, j->prep, j->n, NULL, j->U, r0, r1);
-    for (int i = 0; i < j->n; i++) ops_swiglu(j->H + (size_t)i * rows + r0, j->U + (size_t)i * rows + r0, r1 - r0);
+    for (int i = 0; i < j->n; i++) j->swiglu(j->H + (size_t)i * rows + r0, j->U + (size_t)i * rows + r0, r1 - r0);
 }
 
 /* The matrices of one call share X's preparation and the pool job: same
@@ -260,7 +262,8 @@ static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float
     }
     if (glu_u) {
         mm_glu_job j = {.fn = fn, .per = nt > 1 ? task_size(W[0]->rows, nt, ROW_CHUNK) : W[0]->rows, .Wg = W[0],
-                        .Wu = W[1], .X = X, .prep = pbuf, .n = n, .H = Y[0], .U = glu_u};
+                        .Wu = W[1], .X = X, .prep = pbuf, .n = n, .H = Y[0], .U = glu_u,
+                        .swiglu = c->k->swiglu ? c->k->swiglu : ops_swiglu};
         const int tasks = (W[0]->rows + j.per - 1) / j.per;
         if (nt <= 1) mm_glu_task(&j, 0, 1);
         else threadpool_run(rt->pool, mm_glu_task, &j, tasks);
@@ -488,10 +491,11 @@ typedef struct pair_job {
     float *y;
     const float *x;
     size_t n;
+    void (*swiglu)(float *g, const float *u, int n); /* the table's */
 } pair_job;
 
 static void pair_range(const pair_job *j, size_t a, size_t b) {
-    if (j->op == PAIR_SWIGLU) ops_swiglu(j->y + a, j->x + a, (int)(b - a));
+    if (j->op == PAIR_SWIGLU) j->swiglu(j->y + a, j->x + a, (int)(b - a));
     else
         for (size_t i = a; i < b; i++) j->y[i] = j->x[i] + j->y[i];
 }
@@ -503,14 +507,14 @@ static void pair_task(void *arg, int t, int n_tasks) {
 
 /* on the calling thread below min_split elements (not worth a ~2 us dispatch) */
 static void pair_run(const ops_ctx *c, pair_op op, float *y, const float *x, size_t n, size_t min_split) {
-    pair_job j = {op, y, x, n};
+    pair_job j = {op, y, x, n, c && c->k->swiglu ? c->k->swiglu : ops_swiglu};
     if (!c || c->n_threads <= 1 || n < min_split) pair_range(&j, 0, n);
     else ops_parallel(c, pair_task, &j, c->n_threads);
 }
 
 void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n) {
-    /* ~10 ns per element: one row of a 1024-wide MLP (talker, predictor) is
-     * already worth splitting */
+    /* ~10 ns per element in scalar code: one row of a 1024-wide MLP
+     * (talker, predictor) is already worth splitting */
     if (n > 0) pair_run(c, PAIR_SWIGLU, g, u, (size_t)n, 1024);
 }
 

@@ -130,6 +130,9 @@ typedef struct ops_kernels {
     void (*conv_transpose1d)(const ops_conv_args *a, int o0, int o1);
     /* y[t] = x[t] + inv_b * sin(a x[t])^2 over T steps (SnakeBeta, in place allowed) */
     void (*snake)(float *y, const float *x, int T, float a, float inv_b);
+    /* g[i] = silu(g[i]) u[i] over n elements (SwiGLU); each element's result
+     * depends on its own g and u only, not on n or its position */
+    void (*swiglu)(float *g, const float *u, int n);
     /* 1 when int8 weights should be stored as QT_Q8_B32_X16 for this table
      * (its kernel for that layout is the fast one) */
     int prefer_q8x16;
@@ -214,9 +217,10 @@ void ops_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 
 /* x[i] = silu(x[i]) */
 void ops_silu(float *x, int n);
-/* g[i] = silu(g[i]) * u[i] */
+/* g[i] = silu(g[i]) * u[i] with libm's expf (the scalar table's swiglu). */
 void ops_swiglu(float *g, const float *u, int n);
-/* The same split over the context's threads (same bits: elementwise). */
+/* The same with the context's kernel table (the SIMD tables' exp differs from
+ * expf in the last bits), split over its threads (same bits: elementwise). */
 void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n);
 
 /* Split-half (NeoX) RoPE on one head of dim d at position pos:

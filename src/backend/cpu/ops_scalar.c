@@ -130,6 +130,7 @@ static const ops_kernels scalar_kernels = {
     .conv1d = conv1d_scalar,
     .conv_transpose1d = conv_transpose1d_scalar,
     .snake = snake_scalar,
+    .swiglu = ops_swiglu,
 };
 
 static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
