@@ -274,6 +274,10 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
     /* each row's RoPE angles once for every layer and head */
     for (int i = 0; i < n; i++) ops_rope_angles(s->rope + (size_t)i * hd, hd, rows[i].pos, w->inv_freq);
     rows_job rj = {.w = w, .s = s, .rows = rows, .x = x, .n = n};
+    /* a few short sequences (the code predictor's <= 17 positions) cost less
+     * than waking the pool: the calling thread does their attention */
+    long long attn_work = 0;
+    for (int i = 0; i < n; i++) attn_work += (long long)(rows[i].pos + 1) * nh * hd;
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
         rj.l = l;
@@ -290,11 +294,7 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
             int tasks = ops->n_threads * 2;
             if (tasks > TF_ATTN_TASKS) tasks = TF_ATTN_TASKS;
             if (tasks > n * nh) tasks = n * nh;
-            /* a few short sequences (the code predictor's <= 17 positions)
-             * cost less than waking the pool: this thread does them */
-            long long work = 0;
-            for (int i = 0; i < n; i++) work += (long long)(rows[i].pos + 1) * nh * hd;
-            if (work < TF_ATTN_MIN_POOL) tasks = 1;
+            if (attn_work < TF_ATTN_MIN_POOL) tasks = 1;
             attn_job job = {ops, rows, s->q, s->att, s->scores, (size_t)(s->max_pos > 0 ? s->max_pos : 1), l, n, nh, hd, kvd, group, scale};
             ops_parallel(ops, attn_task, &job, tasks);
         }

@@ -190,6 +190,11 @@ static void mm_fail(int nw, const qt_mat *const *W, int n, float *const *Y) {
         for (size_t i = 0; i < (size_t)n * W[w]->rows; i++) Y[w][i] = NAN;
 }
 
+/* The context table's SwiGLU (the scalar one for a table without it). */
+static void (*ctx_swiglu(const ops_ctx *c))(float *, const float *, int) {
+    return c && c->k->swiglu ? c->k->swiglu : ops_swiglu;
+}
+
 /* SwiGLU's two products as one job: each task makes rows [r0, r1) of the
  * gate product (into H) and of the up product (into U), then H = silu(H) U
  * over those columns of every row, with the context table's swiglu (as
@@ -263,7 +268,7 @@ static void mm_run(const ops_ctx *c, int nw, const qt_mat *const *W, const float
     if (glu_u) {
         mm_glu_job j = {.fn = fn, .per = nt > 1 ? task_size(W[0]->rows, nt, ROW_CHUNK) : W[0]->rows, .Wg = W[0],
                         .Wu = W[1], .X = X, .prep = pbuf, .n = n, .H = Y[0], .U = glu_u,
-                        .swiglu = c->k->swiglu ? c->k->swiglu : ops_swiglu};
+                        .swiglu = ctx_swiglu(c)};
         const int tasks = (W[0]->rows + j.per - 1) / j.per;
         if (nt <= 1) mm_glu_task(&j, 0, 1);
         else threadpool_run(rt->pool, mm_glu_task, &j, tasks);
@@ -507,7 +512,7 @@ static void pair_task(void *arg, int t, int n_tasks) {
 
 /* on the calling thread below min_split elements (not worth a ~2 us dispatch) */
 static void pair_run(const ops_ctx *c, pair_op op, float *y, const float *x, size_t n, size_t min_split) {
-    pair_job j = {op, y, x, n, c && c->k->swiglu ? c->k->swiglu : ops_swiglu};
+    pair_job j = {op, y, x, n, ctx_swiglu(c)};
     if (!c || c->n_threads <= 1 || n < min_split) pair_range(&j, 0, n);
     else ops_parallel(c, pair_task, &j, c->n_threads);
 }
