@@ -97,8 +97,8 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     qtts_status s = qmat_quantize(w, t == QTTS_WEIGHTS_Q8 ? QT_Q8_B32 : QT_Q4M_B32, &q, e);
     if (s) return s;
     st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
-    /* int8 regrouped by 16 rows where the kernels have a fast path for it */
-    if (q.quant == QT_Q8_B32 && m->ops.k->prefer_q8x16 && (s = qmat_pack_q8x16(&q, e))) {
+    /* regrouped by 16 rows where the kernels have a fast path for it */
+    if (m->ops.k->prefer_x16 && (s = qmat_pack_x16(&q, e))) {
         qmat_free(&q);
         return s;
     }

@@ -67,7 +67,7 @@ static void test_move_to_arena(void) {
         snprintf(name, sizeof name, "move_to_arena_%s",
                  qt == QT_Q8_B32 ? "q8" : qt == QT_Q4_B32 ? "q4" : qt == QT_Q4M_B32 ? "q4m" : "q8x16");
         if (qmat_quantize(&src, qt == QT_Q8_B32_X16 ? QT_Q8_B32 : qt, &q, &e) ||
-            (qt == QT_Q8_B32_X16 && qmat_pack_q8x16(&q, &e))) {
+            (qt == QT_Q8_B32_X16 && qmat_pack_x16(&q, &e))) {
             CHECK(name, 0, "%s", e.msg);
             continue;
         }

@@ -426,11 +426,14 @@ static void test_matmul_quant(void) {
     free_fmat(&w);
 }
 
-/* QT_Q8_B32_X16 (int8 regrouped by 16 rows): the same values as the
- * QT_Q8_B32 it came from; every table's kernel gives the scalar X16 kernel's
- * bits for any n, row range and thread count; within the SIMD-vs-scalar
- * bound of the row-major int8 result. */
-static void test_matmul_q8x16(void) {
+/* QT_Q8_B32_X16 and QT_Q4M_B32_X16 (int8 / int4 regrouped by 16 rows): the
+ * same values as the row-major matrix they came from; every table's kernel
+ * gives the scalar X16 kernel's bits for any n, row range and thread count;
+ * within the SIMD-vs-scalar bound of the row-major result. */
+static void test_matmul_x16(int src_quant) {
+    const int q4 = src_quant == QT_Q4M_B32, wf = q4 ? OPS_WF_Q4MX16 : OPS_WF_Q8X16;
+    const char *tag = q4 ? "q4mx16" : "q8x16";
+    char nm[96];
     static const int shapes[][2] = {{1, 1}, {5, 33}, {16, 32}, {17, 129}, {33, 300}, {64, 1024}, {100, 77}};
     static const int ns[5] = {1, 2, 3, 5, 9};
     int deq_ok = 1, bits_ok[5] = {1, 1, 1, 1, 1}, split_ok = 1, pool_ok = 1, sent = 1, n_cases = 0;
@@ -444,9 +447,10 @@ static void test_matmul_q8x16(void) {
         make_fmat(&w, DT_BF16, rows, cols, 1.0f);
         qt_mat q, p;
         qtts_error e;
-        if (qmat_quantize(&w.m, QT_Q8_B32, &q, &e) || qmat_quantize(&w.m, QT_Q8_B32, &p, &e) ||
-            qmat_pack_q8x16(&p, &e)) {
-            CHECK("q8x16_pack", 0, "%s", e.msg);
+        if (qmat_quantize(&w.m, src_quant, &q, &e) || qmat_quantize(&w.m, src_quant, &p, &e) ||
+            qmat_pack_x16(&p, &e) || p.quant != (q4 ? QT_Q4M_B32_X16 : QT_Q8_B32_X16)) {
+            snprintf(nm, sizeof nm, "%s_pack", tag);
+            CHECK(nm, 0, "%s", e.msg);
             free_fmat(&w);
             continue;
         }
@@ -490,11 +494,11 @@ static void test_matmul_q8x16(void) {
                 void *px = aligned_alloc(64, (q8_prep_size(&p, n) + 63) & ~(size_t)63);
                 for (int t = 1; t < n_tables; t++) {
                     const ops_kernels *kt = tables[t];
-                    kt->prep[OPS_WF_Q8X16](&p, X, n, px);
+                    kt->prep[wf](&p, X, n, px);
                     for (int i = 0; i < n * rows; i++) Y[i] = NAN;
                     for (int r0 = 0; r0 < rows;) {
                         const int r1e = r0 + 1 + (r0 * 7 + 5) % 19 < rows ? r0 + 1 + (r0 * 7 + 5) % 19 : rows;
-                        kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
+                        kt->mm[wf](&p, X, px, n, bb, Y, r0, r1e);
                         r0 = r1e;
                     }
                     split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
@@ -502,7 +506,7 @@ static void test_matmul_q8x16(void) {
                     for (int i = 0; i < n * rows; i++) Y[i] = NAN;
                     for (int r0 = 0; r0 < rows;) {
                         const int r1e = r0 + (r0 ? 43 : 5) < rows ? r0 + (r0 ? 43 : 5) : rows;
-                        kt->mm[OPS_WF_Q8X16](&p, X, px, n, bb, Y, r0, r1e);
+                        kt->mm[wf](&p, X, px, n, bb, Y, r0, r1e);
                         r0 = r1e;
                     }
                     split_ok &= memcmp(Y, Yr, sizeof(float) * n * rows) == 0;
@@ -524,15 +528,32 @@ static void test_matmul_q8x16(void) {
         free_fmat(&w);
     }
     ops_free(&c2);
-    CHECK("q8x16_same_values", deq_ok, "a regrouped row dequantises differently");
-    CHECK("q8x16_scalar_vs_row_major_q8", worst <= 1.0 && sent && n_cases == 70, "error %.3g x bound at %s%s", worst,
-          where, sent ? "" : "; wrote past Y");
+    snprintf(nm, sizeof nm, "%s_same_values", tag);
+    CHECK(nm, deq_ok, "a regrouped row dequantises differently");
+    snprintf(nm, sizeof nm, "%s_scalar_vs_row_major_%s", tag, q4 ? "q4m" : "q8");
+    CHECK(nm, worst <= 1.0 && sent && n_cases == 70, "error %.3g x bound at %s%s", worst, where,
+          sent ? "" : "; wrote past Y");
     for (int t = 1; t < n_tables; t++) {
-        char name[96];
-        snprintf(name, sizeof name, "q8x16_%s_bits_equal_scalar", tables[t]->name);
-        CHECK(name, bits_ok[t], "the %s kernel's bits differ from the scalar one", tables[t]->name);
+        snprintf(nm, sizeof nm, "%s_%s_bits_equal_scalar", tag, tables[t]->name);
+        CHECK(nm, bits_ok[t], "the %s kernel's bits differ from the scalar one", tables[t]->name);
     }
-    CHECK("q8x16_row_ranges", split_ok, "bits depend on the row range");
+    snprintf(nm, sizeof nm, "%s_row_ranges", tag);
+    CHECK(nm, split_ok, "bits depend on the row range");
+    snprintf(nm, sizeof nm, "%s_two_threads", tag);
+    CHECK(nm, pool_ok, "bits depend on the thread count");
+    if (q4) {
+        /* only int8 and int4-with-minima can be regrouped */
+        fmat w;
+        make_fmat(&w, DT_BF16, 8, 64, 1.0f);
+        qt_mat q4s;
+        qtts_error e;
+        const int made = qmat_quantize(&w.m, QT_Q4_B32, &q4s, &e) == QTTS_OK;
+        CHECK("x16_rejects_q4", made && qmat_pack_x16(&q4s, &e) == QTTS_ERR_INVALID_ARG && q4s.quant == QT_Q4_B32,
+              "an int4 matrix without minima was accepted");
+        qmat_free(&q4s);
+        free_fmat(&w);
+        return;
+    }
     /* every table's activation prep writes the scalar prep's bytes (zero blocks,
      * ragged tails, a row with NaN and one with Inf included) */
     static const int pcols[] = {1, 31, 33, 100, 300, 1024};
@@ -567,17 +588,6 @@ static void test_matmul_q8x16(void) {
         free(X);
     }
     CHECK("q8x16_prep_bytes", prep_ok, "an activation prep differs from the scalar one");
-    CHECK("q8x16_two_threads", pool_ok, "bits depend on the thread count");
-    /* only row-major int8 can be regrouped */
-    fmat w;
-    make_fmat(&w, DT_BF16, 8, 64, 1.0f);
-    qt_mat q4;
-    qtts_error e;
-    const int made = qmat_quantize(&w.m, QT_Q4_B32, &q4, &e) == QTTS_OK;
-    CHECK("q8x16_rejects_q4", made && qmat_pack_q8x16(&q4, &e) == QTTS_ERR_INVALID_ARG && q4.quant == QT_Q4_B32,
-          "an int4 matrix was accepted");
-    qmat_free(&q4);
-    free_fmat(&w);
 }
 
 static void test_bf16_dp(void) {
@@ -1530,10 +1540,10 @@ static void test_matmul_multi(void) {
                 made += make_case(&c[i], kind, rows[i], COLS);
             }
             if (made < 3) continue;
-            if (which == 3 && tables[t]->prefer_q8x16)
+            if ((which == 3 || which == 5) && tables[t]->prefer_x16)
                 for (int i = 0; i < 3; i++) {
                     qtts_error e;
-                    if (qmat_pack_q8x16(&c[i].m, &e)) ok = 0;
+                    if (qmat_pack_x16(&c[i].m, &e)) ok = 0;
                 }
             if (c[0].dp && !tables[t]->mm_bf16_dp) {
                 for (int i = 0; i < 3; i++) free_case(&c[i]);
@@ -1572,7 +1582,10 @@ static void test_matmul_multi(void) {
             }
             char name[96];
             snprintf(name, sizeof name, "matmul_multi_%s_%s", tables[t]->name,
-                     mixed ? "mixed" : c[0].m.quant == QT_Q8_B32_X16 ? "Q8_B32_X16" : c[0].name);
+                     mixed                                ? "mixed"
+                     : c[0].m.quant == QT_Q8_B32_X16  ? "Q8_B32_X16"
+                     : c[0].m.quant == QT_Q4M_B32_X16 ? "Q4M_B32_X16"
+                                                      : c[0].name);
             CHECK(name, ok, "a product of the shared job differs from its own ops_matmul");
             for (int i = 0; i < 3; i++) {
                 free(Yr[i]);
@@ -1609,6 +1622,11 @@ static void test_matmul_swiglu(void) {
                 continue;
             }
             int ok = 1;
+            const int x16 = (which == 3 || which == 5) && tables[t]->prefer_x16; /* as the model stores them */
+            if (x16) {
+                qtts_error e;
+                ok &= qmat_pack_x16(&g.m, &e) == QTTS_OK && qmat_pack_x16(&u.m, &e) == QTTS_OK;
+            }
             for (int nt = 1; nt <= 3; nt++) {
                 ops_ctx ctx;
                 ops_init(&ctx, nt, 0);
@@ -1628,8 +1646,8 @@ static void test_matmul_swiglu(void) {
                 ops_free(&ctx);
             }
             char name[96];
-            snprintf(name, sizeof name, "matmul_swiglu_%s_%s", tables[t]->name,
-                     mixed ? "mixed" : uneven ? "uneven_nan" : g.name);
+            snprintf(name, sizeof name, "matmul_swiglu_%s_%s%s", tables[t]->name,
+                     mixed ? "mixed" : uneven ? "uneven_nan" : g.name, x16 ? "_X16" : "");
             CHECK(name, ok, uneven ? "gate and up of different heights did not give NaN"
                                    : "the fused SwiGLU differs from two products and the table's swiglu");
             free_case(&g);
@@ -1647,7 +1665,8 @@ int main(void) {
     test_matmul_float();
     test_quantize();
     test_matmul_quant();
-    test_matmul_q8x16();
+    test_matmul_x16(QT_Q8_B32);
+    test_matmul_x16(QT_Q4M_B32);
     test_bf16_dp();
     test_contract();
     test_matmul_multi();

@@ -553,6 +553,79 @@ static void mm_q8x16_avx512(const qt_mat *W, const float *X, const void *prep, i
     }
 }
 
+/* QT_Q4M_B32_X16: one group of 16 rows against N <= 4 rows of X. Per block,
+ * 4 loads of 64 bytes masked with 0x0f (columns 4c..4c+3) and with 0xf0
+ * (16 x columns 16+4c..16+4c+3) feed 8 vpdpbusd; the high chain's sum is
+ * exactly 16 x its dot, so >> 4 gives it back. Then per row
+ * accd = fma(isum, d_w * dx, accd), accm = fma(m_w, fsum, accm): the
+ * sequence of mm_q4mx16_scalar, so the same bits. */
+AI void tile_q4x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[4]) {
+    const uint8_t *base = (const uint8_t *)W->data + g * (size_t)nb * 256;
+    const uint16_t *sb = W->scales + g * (size_t)nb * 16, *mb = W->mins + g * (size_t)nb * 16;
+    const __m512i lo4 = _mm512_set1_epi8(0x0f), hi4 = _mm512_set1_epi8((char)0xf0);
+    q8_rows xr[4];
+    __m512 accd[4], accm[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < N; i++) {
+        xr[i] = q8_prep_row(prep, W->cols, i0 + i);
+        accd[i] = accm[i] = _mm512_setzero_ps();
+    }
+    for (int b = 0; b < nb; b++) {
+        const __m512i *wp = (const __m512i *)(base + (size_t)b * 256);
+        /* every line of the block 8 KiB ahead (4 KiB or half the lines: 5-8 % slower talker) */
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm_prefetch((const char *)(wp + 128 + c), _MM_HINT_T0);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (size_t)b * 16)));
+        const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(mb + (size_t)b * 16)));
+        __m512i wl[4], wh[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m512i v = _mm512_load_si512(wp + c);
+            wl[c] = _mm512_and_si512(v, lo4);
+            wh[c] = _mm512_and_si512(v, hi4);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) {
+            const int32_t *x4 = (const int32_t *)(xr[i].xq + (size_t)b * QT_BLOCK);
+            __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                d0 = _mm512_dpbusd_epi32(d0, wl[c], _mm512_set1_epi32(x4[c]));
+                d1 = _mm512_dpbusd_epi32(d1, wh[c], _mm512_set1_epi32(x4[c + 4]));
+            }
+            const __m512i d = _mm512_add_epi32(d0, _mm512_srai_epi32(d1, 4));
+            const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(xr[i].dx[b]));
+            accd[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, accd[i]);
+            accm[i] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xr[i].fsum[b]), accm[i]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < N; i++) acc[i] = _mm512_add_ps(accd[i], accm[i]);
+}
+
+static void mm_q4mx16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                             int r0, int r1) {
+    (void)X;
+    const int rows = W->rows, nb = qt_kpad(W->cols) / QT_BLOCK;
+    for (int g = r0 / 16; g * 16 < r1; g++) {
+        const int lo = g * 16 < r0 ? r0 : g * 16, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+        const __mmask16 m = (__mmask16)(((1u << (hi - g * 16)) - 1u) & ~((1u << (lo - g * 16)) - 1u));
+        const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + (size_t)g * 16) : _mm512_setzero_ps();
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            __m512 acc[4];
+            switch (N) {
+            case 4: tile_q4x16(4, W, (size_t)g, nb, prep, i0, acc); break;
+            case 3: tile_q4x16(3, W, (size_t)g, nb, prep, i0, acc); break;
+            case 2: tile_q4x16(2, W, (size_t)g, nb, prep, i0, acc); break;
+            default: tile_q4x16(1, W, (size_t)g, nb, prep, i0, acc); break;
+            }
+            for (int i = 0; i < N; i++)
+                _mm512_mask_storeu_ps(Y + (size_t)(i0 + i) * rows + (size_t)g * 16, m, _mm512_add_ps(acc[i], bv));
+        }
+    }
+}
+
 /* ------------------------------------------------------------ dot / axpy */
 
 static float dot_avx512(const float *a, const float *b, int n) {
@@ -635,7 +708,10 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
         k->mm[OPS_WF_Q8X16] = mm_q8x16_avx512;
         k->prep[OPS_WF_Q8X16] = prep_q8x16_avx512;
         k->prep_size[OPS_WF_Q8X16] = q8_prep_size;
-        k->prefer_q8x16 = 1;
+        k->mm[OPS_WF_Q4MX16] = mm_q4mx16_avx512;
+        k->prep[OPS_WF_Q4MX16] = prep_q8x16_avx512;
+        k->prep_size[OPS_WF_Q4MX16] = q8_prep_size;
+        k->prefer_x16 = 1;
     }
     k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
     k->dot = dot_avx512;

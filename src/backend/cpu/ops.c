@@ -95,6 +95,7 @@ int ops_weight_format(const qt_mat *W) {
     case DT_U8:
         if (W->quant == QT_Q4_B32 && W->scales) return OPS_WF_Q4;
         if (W->quant == QT_Q4M_B32 && W->scales && W->mins) return OPS_WF_Q4M;
+        if (W->quant == QT_Q4M_B32_X16 && W->scales && W->mins) return OPS_WF_Q4MX16;
         return -1;
     default: return -1;
     }

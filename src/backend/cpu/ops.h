@@ -48,6 +48,7 @@ typedef enum qt_quant {
     QT_Q4_B32,    /* int4, blocks of 32, f16 scale: w = d * (q - 8), q in [0, 15] */
     QT_Q4M_B32,   /* int4, blocks of 32, f16 scale and min: w = d * q + m, q in [0, 15] */
     QT_Q8_B32_X16, /* QT_Q8_B32 interleaved by 16 rows for the integer dot units (quant.h) */
+    QT_Q4M_B32_X16, /* QT_Q4M_B32 interleaved by 16 rows the same way (quant.h) */
     QT_QUANT_COUNT
 } qt_quant;
 
@@ -65,7 +66,7 @@ typedef struct qt_mat {
     int cols;               /* in features */
     qt_quant quant;         /* quantised: the format; else unused (QT_FLOAT by convention) */
     const uint16_t *scales; /* quantised: f16 [rows][kpad/32] block scales d; else NULL */
-    const uint16_t *mins;   /* QT_Q4M_B32: f16 [rows][kpad/32] block minima m; else NULL */
+    const uint16_t *mins;   /* QT_Q4M_B32(_X16): f16 block minima m; else NULL */
     void *owned;            /* buffer released by qmat_free (NULL: borrowed) */
     size_t owned_bytes;     /* its size: data, scales and mins, each 64-byte aligned, in that order */
 } qt_mat;
@@ -75,7 +76,7 @@ typedef struct qt_mat {
 static inline int qt_is_quant(const qt_mat *m) { return m->dtype == DT_I8 || m->dtype == DT_U8; }
 
 /* Weight formats as kernel table indices. */
-enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_COUNT };
+enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_Q4MX16, OPS_WF_COUNT };
 
 /* The kernel table index of W's format, or -1 if unsupported. */
 int ops_weight_format(const qt_mat *W);
@@ -133,9 +134,9 @@ typedef struct ops_kernels {
     /* g[i] = silu(g[i]) u[i] over n elements (SwiGLU); each element's result
      * depends on its own g and u only, not on n or its position */
     void (*swiglu)(float *g, const float *u, int n);
-    /* 1 when int8 weights should be stored as QT_Q8_B32_X16 for this table
-     * (its kernel for that layout is the fast one) */
-    int prefer_q8x16;
+    /* 1 when quantised weights should be regrouped by 16 rows for this table
+     * (QT_Q8_B32_X16, QT_Q4M_B32_X16: its kernels for those are the fast ones) */
+    int prefer_x16;
 } ops_kernels;
 
 struct ops_rt; /* thread pool and scratch (ops.c) */

@@ -62,6 +62,19 @@ void qmat_dequant_row(const qt_mat *m, int r, float *out) {
         }
         return;
     }
+    if (m->quant == QT_Q4M_B32_X16) {
+        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        for (int b = 0; b * QT_BLOCK < cols; b++) {
+            const float d = f16_to_f32(m->scales[(g * nb + b) * 16 + j]);
+            const float mn = f16_to_f32(m->mins[(g * nb + b) * 16 + j]);
+            const uint8_t *blk = (const uint8_t *)m->data + (g * nb + b) * 256;
+            for (int c = 0; c < QT_BLOCK && b * QT_BLOCK + c < cols; c++) {
+                const uint8_t byte = blk[((c & 15) / 4) * 64 + j * 4 + c % 4];
+                out[b * QT_BLOCK + c] = d * (float)(c < 16 ? byte & 15 : byte >> 4) + mn;
+            }
+        }
+        return;
+    }
     const uint8_t *row = (const uint8_t *)m->data + (size_t)r * qmat_row_bytes(m);
     const uint16_t *sc = m->scales + (size_t)r * nb;
     for (int b = 0; b * QT_BLOCK < cols; b++) {
@@ -166,18 +179,9 @@ qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error 
     return QTTS_OK;
 }
 
-qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e) {
-    if (!m || m->dtype != DT_I8 || m->quant != QT_Q8_B32 || !m->scales)
-        return err_set(e, QTTS_ERR_INVALID_ARG, "qmat_pack_q8x16: not a QT_Q8_B32 matrix");
+/* QT_Q8_B32_X16: int8 q + 128 at [g][b][c][j][t] = row 16 g + j, column 32 b + 4 c + t */
+static void pack_rows_q8(const qt_mat *m, uint8_t *buf, uint16_t *sc) {
     const int nb = nb_of(m->cols), kpad = qt_kpad(m->cols);
-    const size_t groups = ((size_t)m->rows + 15) / 16;
-    const size_t data_bytes = groups * nb * 512, sc_bytes = ROUND64(groups * nb * 16 * 2);
-    uint8_t *buf = aligned_alloc(64, data_bytes + sc_bytes);
-    if (!buf)
-        return err_set(e, QTTS_ERR_NOMEM, "out of memory regrouping a [%d, %d] int8 matrix", m->rows, m->cols);
-    uint16_t *sc = (uint16_t *)(buf + data_bytes);
-    memset(buf, 128, data_bytes); /* padding rows: q = 0 */
-    memset(sc, 0, sc_bytes);
     const int8_t *q = m->data;
     for (int r = 0; r < m->rows; r++) {
         const size_t g = (size_t)r / 16, j = (size_t)r % 16;
@@ -188,12 +192,52 @@ qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e) {
             sc[(g * nb + b) * 16 + j] = m->scales[(size_t)r * nb + b];
         }
     }
+}
+
+/* QT_Q4M_B32_X16: byte [g][b][c][j][t] = q of column 32 b + 4 c + t (low
+ * nibble) and of column 32 b + 16 + 4 c + t (high nibble), row 16 g + j */
+static void pack_rows_q4m(const qt_mat *m, uint8_t *buf, uint16_t *sc, uint16_t *mins) {
+    const int nb = nb_of(m->cols);
+    const size_t rb = qmat_row_bytes(m);
+    for (int r = 0; r < m->rows; r++) {
+        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        const uint8_t *row = (const uint8_t *)m->data + (size_t)r * rb;
+        for (int b = 0; b < nb; b++) {
+            uint8_t *blk = buf + (g * nb + b) * 256;
+            const uint8_t *src = row + b * 16; /* byte k: column k low, column k + 16 high */
+            for (int c = 0; c < 4; c++)
+                for (int t = 0; t < 4; t++) blk[c * 64 + j * 4 + t] = src[4 * c + t];
+            sc[(g * nb + b) * 16 + j] = m->scales[(size_t)r * nb + b];
+            mins[(g * nb + b) * 16 + j] = m->mins[(size_t)r * nb + b];
+        }
+    }
+}
+
+qtts_status qmat_pack_x16(qt_mat *m, qtts_error *e) {
+    const int q8 = m && m->dtype == DT_I8 && m->quant == QT_Q8_B32 && m->scales;
+    const int q4m = m && m->dtype == DT_U8 && m->quant == QT_Q4M_B32 && m->scales && m->mins;
+    if (!q8 && !q4m)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "qmat_pack_x16: not a QT_Q8_B32 or QT_Q4M_B32 matrix");
+    const int nb = nb_of(m->cols);
+    const size_t groups = ((size_t)m->rows + 15) / 16, blk_bytes = q8 ? 512 : 256;
+    const size_t data_bytes = groups * nb * blk_bytes, sc_bytes = ROUND64(groups * nb * 16 * 2);
+    const size_t total = data_bytes + sc_bytes * (q4m ? 2 : 1);
+    uint8_t *buf = aligned_alloc(64, total);
+    if (!buf)
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory regrouping a [%d, %d] %s matrix", m->rows, m->cols,
+                       q8 ? "int8" : "int4");
+    uint16_t *sc = (uint16_t *)(buf + data_bytes), *mins = q4m ? (uint16_t *)(buf + data_bytes + sc_bytes) : NULL;
+    memset(buf, q8 ? 128 : 0, data_bytes); /* padding rows: q = 0 (int8), q = 0 with d = m = 0 (int4) */
+    memset(sc, 0, sc_bytes * (q4m ? 2 : 1));
+    if (q8) pack_rows_q8(m, buf, sc);
+    else pack_rows_q4m(m, buf, sc, mins);
     free(m->owned);
     m->data = buf;
     m->scales = sc;
-    m->quant = QT_Q8_B32_X16;
+    m->mins = mins;
+    m->quant = q8 ? QT_Q8_B32_X16 : QT_Q4M_B32_X16;
     m->owned = buf;
-    m->owned_bytes = data_bytes + sc_bytes;
+    m->owned_bytes = total;
     return QTTS_OK;
 }
 

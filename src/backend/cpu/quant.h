@@ -22,6 +22,15 @@
  *              integer dots of 16 rows come out in one vector; each output is
  *              sum over blocks b, in order, of fma(isum_b, d_w * dx_b, acc)
  *              (every table computes it that way: the same bits).
+ *  QT_Q4M_B32_X16  the values of QT_Q4M_B32 regrouped the same way: u8
+ *              [rows16][nb][4][16][4], byte [.][b][c][j][t] of row 16 g + j
+ *              holding q of column 32 b + 4 c + t in its low nibble and of
+ *              column 32 b + 16 + 4 c + t in its high nibble (a 64-byte load
+ *              masked with 0x0f, and with 0xf0, feeds 16 rows of 4 columns);
+ *              scales and mins f16 [rows16][nb][16] (padding rows: q, d and
+ *              m all 0). Each output is accd + accm with, over blocks b in
+ *              order, accd = fma(isum_b, d_w * dx_b, accd) and
+ *              accm = fma(m_w, fsum_b, accm) (every table: the same bits).
  * Scales and minima are f16 (stored rounded, and the weights quantised with
  * the rounded value).
  *
@@ -51,10 +60,10 @@ static inline int qt_kpad(int cols) { return (cols + QT_KPAD_ALIGN - 1) / QT_KPA
  * dst is zeroed on failure. src may be freed afterwards. */
 qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error *e);
 
-/* Regroup a QT_Q8_B32 matrix from qmat_quantize in place into
- * QT_Q8_B32_X16 (same values; the old buffer is freed). On failure m is
- * unchanged. */
-qtts_status qmat_pack_q8x16(qt_mat *m, qtts_error *e);
+/* Regroup a QT_Q8_B32 or QT_Q4M_B32 matrix from qmat_quantize in place into
+ * QT_Q8_B32_X16 or QT_Q4M_B32_X16 (same values; the old buffer is freed).
+ * Other formats: QTTS_ERR_INVALID_ARG. On failure m is unchanged. */
+qtts_status qmat_pack_x16(qt_mat *m, qtts_error *e);
 
 /* Move a matrix made by qmat_quantize (or regrouped) into arena storage (the
  * values unchanged; its own buffer is freed and owned becomes NULL, so
@@ -67,7 +76,7 @@ qtts_status qmat_move_to_arena(qt_mat *m, huge_arena *a);
 void qmat_free(qt_mat *m);
 
 /* An upper bound of the bytes of a rows x cols matrix quantised in any
- * format (qmat_quantize, then qmat_pack_q8x16): owned_bytes never exceeds it. */
+ * format (qmat_quantize, then qmat_pack_x16): owned_bytes never exceeds it. */
 size_t qmat_quant_bytes_max(int rows, int cols);
 
 /* Bytes per row of quantised weight data. */
@@ -110,7 +119,7 @@ q8_rows q8_prep_row(const void *buf, int cols, int i);
 void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, int off_mode);
 /* q8_prep_ex with column order and no off vectors (the scalar layout). */
 void q8_prep(const qt_mat *W, const float *X, int n, void *buf);
-/* q8_prep_ex with column order and Q8_OFF_BLOCK_128 (QT_Q8_B32_X16). */
+/* q8_prep_ex with column order and Q8_OFF_BLOCK_128 (the X16 layouts). */
 void q8x16_prep(const qt_mat *W, const float *X, int n, void *buf);
 
 /* BF16 activations for the vdpbf16ps kernel: per row, uint16 [kpad2] with
