@@ -1,6 +1,9 @@
 /* Continuous batching: requests stepped together (joining late, leaving at
  * different times, one removed mid-way) produce exactly the codes and audio
- * they produce alone, with sampling on and different seeds per request. */
+ * they produce alone, with sampling on and different seeds per request; with
+ * the weights as stored and quantised to int8 and int4 (whose kernels take
+ * the streams of a step as several rows of X). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,14 +52,17 @@ static qtts_gen_params params(const qtts_model *m, const req *r) {
     return gp;
 }
 
-int main(void) {
-    char err[1024];
+/* pfx: the test names' prefix ("batch" for the stored weights) */
+static void run(qtts_weight_type wt, const char *pfx) {
+    char err[1024], name[96];
     qtts_model *m = NULL;
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = 2; /* the model's pool differs from the decoder's own (1 thread) */
+    mp.weights = wt;
     if (qtts_model_load(&m, test_path("golden/data/e2e_string"), &mp, err, sizeof err)) {
-        test_report("batch/load", 0, "%s", err);
-        return test_finish();
+        snprintf(name, sizeof name, "%s/load", pfx);
+        test_report(name, 0, "%s", err);
+        return;
     }
     req rs[N_REQ] = {
         {"Hello there, how are you today?", "vivian", 11, 20, NULL, {0}, 0, NULL, 0, 0},
@@ -78,7 +84,8 @@ int main(void) {
         qtts_audio_params ap = qtts_audio_default_params();
         ap.split_text = 0;
         s = s ? s : qtts_synthesize(solo, &gp, &ap, NULL, NULL, &pcm_alone[i], &npa[i]);
-        if (s) test_report("batch/alone", 0, "request %d: %s", i, qtts_context_last_error(solo));
+        snprintf(name, sizeof name, "%s/alone", pfx);
+        if (s) test_report(name, 0, "request %d: %s", i, qtts_context_last_error(solo));
     }
     /* together */
     qtts_batch *b = NULL;
@@ -95,10 +102,12 @@ int main(void) {
         req *r = &rs[order[j]];
         qtts_context_audio_begin(r->ctx, &gps[order[j]]);
         qtts_status s = qtts_batch_add(b, r->ctx, &gps[order[j]], on_frame, r);
-        if (s) test_report("batch/add", 0, "request %d: %s", order[j], qtts_context_last_error(r->ctx));
+        snprintf(name, sizeof name, "%s/add", pfx);
+        if (s) test_report(name, 0, "request %d: %s", order[j], qtts_context_last_error(r->ctx));
     }
     qtts_status full = qtts_batch_add(b, rs[3].ctx, &gps[3], on_frame, &rs[3]);
-    test_report("batch/full_is_limit", full == QTTS_ERR_LIMIT, "status %d", full);
+    snprintf(name, sizeof name, "%s/full_is_limit", pfx);
+    test_report(name, full == QTTS_ERR_LIMIT, "status %d", full);
     int steps = 0, joined = 0, removed = 0, max_size = 0;
     while (qtts_batch_size(b) > 0 || !joined) {
         if (qtts_batch_size(b) > max_size) max_size = qtts_batch_size(b);
@@ -114,23 +123,24 @@ int main(void) {
         }
         if (steps > 1000) break;
     }
-    test_report("batch/streams_overlapped", max_size == 4 && joined && removed, "max size %d, joined %d, removed %d",
+    snprintf(name, sizeof name, "%s/streams_overlapped", pfx);
+    test_report(name, max_size == 4 && joined && removed, "max size %d, joined %d, removed %d",
                 max_size, joined, removed);
     for (int i = 0; i < N_REQ; i++) {
         int nf = -1;
         qtts_status s = qtts_context_finish(rs[i].ctx, &nf);
-        char name[64];
         if (i == 4) {
-            test_report("batch/removed_is_cancelled", s == QTTS_ERR_CANCELLED && nf == 6 &&
+            snprintf(name, sizeof name, "%s/removed_is_cancelled", pfx);
+            test_report(name, s == QTTS_ERR_CANCELLED && nf == 6 &&
                                                           !memcmp(rs[i].codes, alone[i], sizeof(int32_t) * 16 * 6),
                         "status %d, %d frames", s, nf);
             continue;
         }
-        snprintf(name, sizeof name, "batch/request%d_codes_identical", i);
+        snprintf(name, sizeof name, "%s/request%d_codes_identical", pfx, i);
         test_report(name, s == QTTS_OK && nf == n_alone[i] && rs[i].n == nf &&
                               !memcmp(rs[i].codes, alone[i], sizeof(int32_t) * 16 * (nf < 64 ? nf : 64)),
                     "status %d, %d frames batched vs %d alone", s, nf, n_alone[i]);
-        snprintf(name, sizeof name, "batch/request%d_audio_identical", i);
+        snprintf(name, sizeof name, "%s/request%d_audio_identical", pfx, i);
         test_report(name, rs[i].n_pcm == npa[i] && !memcmp(rs[i].pcm, pcm_alone[i], sizeof(float) * npa[i]),
                     "%zu samples batched vs %zu alone", rs[i].n_pcm, npa[i]);
     }
@@ -143,5 +153,11 @@ int main(void) {
     qtts_batch_free(b);
     qtts_context_free(solo);
     qtts_model_free(m);
+}
+
+int main(void) {
+    run(QTTS_WEIGHTS_NATIVE, "batch");
+    run(QTTS_WEIGHTS_Q8, "batch/q8");
+    run(QTTS_WEIGHTS_Q4, "batch/q4");
     return test_finish();
 }
