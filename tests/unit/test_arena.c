@@ -48,7 +48,7 @@ static void test_arena_basics(void) {
  * the matrix keeps its own buffer. */
 static void test_move_to_arena(void) {
     enum { ROWS = 37, COLS = 300 };
-    static const int qtypes[] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32, QT_Q8_B32_X16};
+    static const int qtypes[] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32, QT_Q8_B32_X16, QT_Q4M_B32_X16};
     float *w = malloc(sizeof(float) * ROWS * COLS), *X = malloc(sizeof(float) * 3 * COLS);
     float *Y1 = malloc(sizeof(float) * 3 * ROWS), *Y2 = malloc(sizeof(float) * 3 * ROWS);
     uint32_t s = 12345;
@@ -65,9 +65,14 @@ static void test_move_to_arena(void) {
         qtts_error e;
         char name[64];
         snprintf(name, sizeof name, "move_to_arena_%s",
-                 qt == QT_Q8_B32 ? "q8" : qt == QT_Q4_B32 ? "q4" : qt == QT_Q4M_B32 ? "q4m" : "q8x16");
-        if (qmat_quantize(&src, qt == QT_Q8_B32_X16 ? QT_Q8_B32 : qt, &q, &e) ||
-            (qt == QT_Q8_B32_X16 && qmat_pack_x16(&q, &e))) {
+                 qt == QT_Q8_B32         ? "q8"
+                 : qt == QT_Q4_B32       ? "q4"
+                 : qt == QT_Q4M_B32      ? "q4m"
+                 : qt == QT_Q8_B32_X16   ? "q8x16"
+                                         : "q4mx16");
+        const int x16 = qt == QT_Q8_B32_X16 || qt == QT_Q4M_B32_X16;
+        if (qmat_quantize(&src, qt == QT_Q8_B32_X16 ? QT_Q8_B32 : qt == QT_Q4M_B32_X16 ? QT_Q4M_B32 : qt, &q, &e) ||
+            (x16 && qmat_pack_x16(&q, &e))) {
             CHECK(name, 0, "%s", e.msg);
             continue;
         }

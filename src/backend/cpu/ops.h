@@ -76,7 +76,10 @@ typedef struct qt_mat {
 static inline int qt_is_quant(const qt_mat *m) { return m->dtype == DT_I8 || m->dtype == DT_U8; }
 
 /* Weight formats as kernel table indices. */
-enum { OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_Q4MX16, OPS_WF_COUNT };
+enum {
+    OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_Q4MX16,
+    OPS_WF_COUNT
+};
 
 /* The kernel table index of W's format, or -1 if unsupported. */
 int ops_weight_format(const qt_mat *W);
