@@ -24,6 +24,7 @@
 #include "model/codec_decoder_impl.h"
 
 #include "backend/cpu/conv.h"
+#include "util/huge_arena.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -129,7 +130,7 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
     const int np = (int)(sizeof sizes / sizeof sizes[0]);
     size_t total = 0;
     for (int i = 0; i < np; i++) total += (sizes[i] + 15) & ~(size_t)15; /* 64-byte aligned slices */
-    float *mem = aligned_alloc(64, total * sizeof(float));
+    float *mem = huge_buf_alloc(total * sizeof(float));
     if (!mem)
         return err_set(e, QTTS_ERR_NOMEM, "out of memory: codec scratch for %d frames (%zu MB)", n,
                        total * sizeof(float) >> 20);

@@ -2,6 +2,7 @@
 #include "util/huge_arena.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -58,4 +59,15 @@ void huge_arena_release(huge_arena *a) {
     if (!a) return;
     if (a->map) munmap(a->map, a->map_len);
     memset(a, 0, sizeof *a);
+}
+
+void *huge_buf_alloc(size_t n) {
+    if (n == 0 || n > SIZE_MAX - HUGE_ARENA_PAGE) return NULL;
+    if (n < HUGE_ARENA_PAGE) return aligned_alloc(64, (n + 63) & ~(size_t)63);
+    const size_t len = (n + HUGE_ARENA_PAGE - 1) & ~(HUGE_ARENA_PAGE - 1);
+    void *p = aligned_alloc(HUGE_ARENA_PAGE, len);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, len, MADV_HUGEPAGE); /* refused (THP off): 4 KiB pages, same bytes */
+#endif
+    return p;
 }

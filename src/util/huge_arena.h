@@ -42,4 +42,12 @@ void huge_arena_trim(huge_arena *a);
 /* Unmap everything; a NULL or empty arena is fine. */
 void huge_arena_release(huge_arena *a);
 
+/* A transient buffer of n bytes (64-byte aligned) for large working sets
+ * read many times per call (the codec decoder's activations): from 2 MiB up
+ * it starts on a 2 MiB boundary, is rounded up to whole 2 MiB and advised for
+ * transparent huge pages (a conv reading 96-768 input rows at a time touches
+ * as many 4 KiB pages: docs/BENCH.md, eighth pass). NULL on failure; release
+ * with free(). */
+void *huge_buf_alloc(size_t n);
+
 #endif
