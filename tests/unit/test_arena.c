@@ -108,8 +108,26 @@ static void test_move_to_arena(void) {
     free(Y2);
 }
 
+/* huge_buf_alloc: small buffers 64-byte aligned, large ones on a 2 MiB
+ * boundary and writable to their end; 0 and impossible sizes give NULL. */
+static void test_huge_buf(void) {
+    unsigned char *s = huge_buf_alloc(100), *l = huge_buf_alloc(HUGE_ARENA_PAGE + 12345);
+    int ok = s && l && ((uintptr_t)s & 63) == 0 && ((uintptr_t)l & (HUGE_ARENA_PAGE - 1)) == 0;
+    if (ok) {
+        memset(s, 1, 100);
+        memset(l, 2, HUGE_ARENA_PAGE + 12345);
+        ok = s[99] == 1 && l[0] == 2 && l[HUGE_ARENA_PAGE + 12344] == 2;
+    }
+    CHECK("huge_buf_alignment", ok, "small %p, large %p", (void *)s, (void *)l);
+    CHECK("huge_buf_bad_sizes", huge_buf_alloc(0) == NULL && huge_buf_alloc(SIZE_MAX) == NULL,
+          "0 or SIZE_MAX bytes were handed out");
+    free(s);
+    free(l);
+}
+
 int main(void) {
     test_arena_basics();
+    test_huge_buf();
     test_move_to_arena();
     return test_finish();
 }
