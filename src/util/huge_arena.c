@@ -1,4 +1,4 @@
-/* Bump allocator over one MADV_HUGEPAGE mapping (see huge_arena.h). */
+/* Bump allocator over one MADV_HUGEPAGE mapping, and single huge-page buffers (see huge_arena.h). */
 #include "util/huge_arena.h"
 
 #include <stdint.h>

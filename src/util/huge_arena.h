@@ -1,12 +1,14 @@
-/* A bump allocator over one anonymous mapping advised for 2 MiB transparent
- * huge pages, for weights copied or made at load (the per-frame matrices,
- * quantised or as stored; the codec decoder's F32 weights) that live as long
- * as the model. Streaming hundreds of MB per frame through 4 KiB pages costs
- * a TLB walk every 4 KiB (under a hypervisor, a two-level one); huge pages cut
- * those walks 512-fold (docs/BENCH.md, fifth pass: 1.7B BF16 generation 9 %
- * faster). The reservation is virtual (MAP_NORESERVE): only the bytes handed
- * out become resident. Where the kernel has no transparent huge pages the
- * arena still works, with normal pages. */
+/* Memory in 2 MiB transparent huge pages. huge_arena: a bump allocator over
+ * one anonymous mapping advised for them, for weights copied or made at load
+ * (the per-frame matrices, quantised or as stored; the codec decoder's F32
+ * weights) that live as long as the model. Streaming hundreds of MB per frame
+ * through 4 KiB pages costs a TLB walk every 4 KiB (under a hypervisor, a
+ * two-level one); huge pages cut those walks 512-fold (docs/BENCH.md, fifth
+ * pass: 1.7B BF16 generation 9 % faster). The reservation is virtual
+ * (MAP_NORESERVE): only the bytes handed out become resident. Where the
+ * kernel has no transparent huge pages the arena still works, with normal
+ * pages. huge_buf_alloc: one large transient buffer advised the same way
+ * (the codec decoder's activations). */
 #ifndef QTTS_UTIL_HUGE_ARENA_H
 #define QTTS_UTIL_HUGE_ARENA_H
 
