@@ -525,34 +525,6 @@ static void x32_pair(const qt_mat *W, size_t g, int nb, const void *prep, int n,
     }
 }
 
-static void mm_q8x16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                            int r0, int r1) {
-    (void)X;
-    const int rows = W->rows, nb = qt_kpad(W->cols) / QT_BLOCK;
-    for (int g = r0 / 16; g * 16 < r1; g++) {
-        if (n >= 2 && g * 16 >= r0 && g * 16 + 32 <= r1) { /* two whole groups */
-            x32_pair(W, (size_t)g, nb, prep, n, bias, Y);
-            g++;
-            continue;
-        }
-        const int lo = g * 16 < r0 ? r0 : g * 16, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
-        const __mmask16 m = (__mmask16)(((1u << (hi - g * 16)) - 1u) & ~((1u << (lo - g * 16)) - 1u));
-        const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + (size_t)g * 16) : _mm512_setzero_ps();
-        for (int i0 = 0; i0 < n; i0 += 4) {
-            const int N = n - i0 < 4 ? n - i0 : 4;
-            __m512 acc[4];
-            switch (N) {
-            case 4: tile_x16(4, W, (size_t)g, nb, prep, i0, acc); break;
-            case 3: tile_x16(3, W, (size_t)g, nb, prep, i0, acc); break;
-            case 2: tile_x16(2, W, (size_t)g, nb, prep, i0, acc); break;
-            default: tile_x16(1, W, (size_t)g, nb, prep, i0, acc); break;
-            }
-            for (int i = 0; i < N; i++)
-                _mm512_mask_storeu_ps(Y + (size_t)(i0 + i) * rows + (size_t)g * 16, m, _mm512_add_ps(acc[i], bv));
-        }
-    }
-}
-
 /* QT_Q4M_B32_X16: one group of 16 rows against N <= 4 rows of X. Per block,
  * 4 loads of 64 bytes masked with 0x0f (columns 4c..4c+3) and with 0xf0
  * (16 x columns 16+4c..16+4c+3) feed 8 vpdpbusd; the high chain's sum is
@@ -603,27 +575,48 @@ AI void tile_q4x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, i
     for (int i = 0; i < N; i++) acc[i] = _mm512_add_ps(accd[i], accm[i]);
 }
 
-static void mm_q4mx16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                             int r0, int r1) {
-    (void)X;
+/* Rows [r0, r1) of Y through the 16-row tiles of QT_Q8_B32_X16 (q4 = 0;
+ * whole pairs of groups through x32_pair when n >= 2) or QT_Q4M_B32_X16
+ * (q4 = 1); a group the range only partly covers is computed whole and
+ * stored masked. */
+AI void mm_x16(int q4, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
     const int rows = W->rows, nb = qt_kpad(W->cols) / QT_BLOCK;
     for (int g = r0 / 16; g * 16 < r1; g++) {
+        if (!q4 && n >= 2 && g * 16 >= r0 && g * 16 + 32 <= r1) { /* two whole groups */
+            x32_pair(W, (size_t)g, nb, prep, n, bias, Y);
+            g++;
+            continue;
+        }
         const int lo = g * 16 < r0 ? r0 : g * 16, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
         const __mmask16 m = (__mmask16)(((1u << (hi - g * 16)) - 1u) & ~((1u << (lo - g * 16)) - 1u));
         const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + (size_t)g * 16) : _mm512_setzero_ps();
         for (int i0 = 0; i0 < n; i0 += 4) {
             const int N = n - i0 < 4 ? n - i0 : 4;
             __m512 acc[4];
+#define X16_TILE(NN)                                                                                                   \
+    (q4 ? tile_q4x16(NN, W, (size_t)g, nb, prep, i0, acc) : tile_x16(NN, W, (size_t)g, nb, prep, i0, acc))
             switch (N) {
-            case 4: tile_q4x16(4, W, (size_t)g, nb, prep, i0, acc); break;
-            case 3: tile_q4x16(3, W, (size_t)g, nb, prep, i0, acc); break;
-            case 2: tile_q4x16(2, W, (size_t)g, nb, prep, i0, acc); break;
-            default: tile_q4x16(1, W, (size_t)g, nb, prep, i0, acc); break;
+            case 4: X16_TILE(4); break;
+            case 3: X16_TILE(3); break;
+            case 2: X16_TILE(2); break;
+            default: X16_TILE(1); break;
             }
+#undef X16_TILE
             for (int i = 0; i < N; i++)
                 _mm512_mask_storeu_ps(Y + (size_t)(i0 + i) * rows + (size_t)g * 16, m, _mm512_add_ps(acc[i], bv));
         }
     }
+}
+
+static void mm_q8x16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                            int r0, int r1) {
+    (void)X;
+    mm_x16(0, W, prep, n, bias, Y, r0, r1);
+}
+static void mm_q4mx16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                             int r0, int r1) {
+    (void)X;
+    mm_x16(1, W, prep, n, bias, Y, r0, r1);
 }
 
 /* ------------------------------------------------------------ dot / axpy */

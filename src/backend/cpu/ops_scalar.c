@@ -73,56 +73,40 @@ static void mm_quant_scalar(const qt_mat *W, const float *X, const void *prep, i
     }
 }
 
-/* QT_Q8_B32_X16 (quant.h): per output, blocks in order, exact integer dot,
- * acc = fmaf(isum, d_w * dx, acc), then + bias: the op sequence of every
- * table's kernel for this layout, so the bits are the same. */
-static void mm_q8x16_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                            int r0, int r1) {
+/* QT_Q8_B32_X16 and QT_Q4M_B32_X16 (quant.h): per output, blocks in order,
+ * the exact integer dot, acc = fmaf(isum, d_w * dx, acc) (int4 also
+ * accm = fmaf(m_w, fsum, accm), then acc + accm), then + bias: the op
+ * sequence of every table's kernel for these layouts, so the bits are the
+ * same. */
+static void mm_x16_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                          int r0, int r1) {
     (void)X;
+    const int q4 = W->quant == QT_Q4M_B32_X16, blk_bytes = q4 ? 256 : 512;
     const int rows = W->rows, cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
     for (int r = r0; r < r1; r++) {
         const size_t g = (size_t)r / 16, j = (size_t)r % 16;
         for (int i = 0; i < n; i++) {
             const q8_rows xr = q8_prep_row(prep, cols, i);
-            float acc = 0.0f;
+            float acc = 0.0f, accm = 0.0f;
             for (int b = 0; b < nb; b++) {
-                const uint8_t *blk = (const uint8_t *)W->data + (g * nb + b) * 512;
+                const uint8_t *blk = (const uint8_t *)W->data + (g * nb + b) * blk_bytes;
                 const int8_t *xq = xr.xq + b * QT_BLOCK;
-                int32_t dot = xr.off[b];
-                for (int c = 0; c < QT_BLOCK; c++) dot += (int32_t)blk[(c / 4) * 64 + j * 4 + c % 4] * xq[c];
-                const float s = f16_to_f32(W->scales[(g * nb + b) * 16 + j]) * xr.dx[b];
-                acc = fmaf((float)dot, s, acc);
-            }
-            Y[(size_t)i * rows + r] = acc + (bias ? bias[r] : 0.0f);
-        }
-    }
-}
-
-/* QT_Q4M_B32_X16 (quant.h): per output, blocks in order, exact integer dot,
- * accd = fmaf(isum, d_w * dx, accd) and accm = fmaf(m_w, fsum, accm), then
- * accd + accm + bias: the op sequence of every table's kernel for it. */
-static void mm_q4mx16_scalar(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                             int r0, int r1) {
-    (void)X;
-    const int rows = W->rows, cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
-    for (int r = r0; r < r1; r++) {
-        const size_t g = (size_t)r / 16, j = (size_t)r % 16;
-        for (int i = 0; i < n; i++) {
-            const q8_rows xr = q8_prep_row(prep, cols, i);
-            float accd = 0.0f, accm = 0.0f;
-            for (int b = 0; b < nb; b++) {
-                const uint8_t *blk = (const uint8_t *)W->data + (g * nb + b) * 256;
-                const int8_t *xq = xr.xq + b * QT_BLOCK;
-                int32_t dot = 0;
-                for (int c = 0; c < 16; c++) {
-                    const uint8_t byte = blk[(c / 4) * 64 + j * 4 + c % 4];
-                    dot += (byte & 15) * xq[c] + (byte >> 4) * xq[c + 16];
-                }
                 const size_t si = (g * nb + b) * 16 + j;
-                accd = fmaf((float)dot, f16_to_f32(W->scales[si]) * xr.dx[b], accd);
-                accm = fmaf(f16_to_f32(W->mins[si]), xr.fsum[b], accm);
+                int32_t dot = 0;
+                if (q4) {
+                    for (int c = 0; c < 16; c++) {
+                        const uint8_t byte = blk[(c / 4) * 64 + j * 4 + c % 4];
+                        dot += (byte & 15) * xq[c] + (byte >> 4) * xq[c + 16];
+                    }
+                } else {
+                    dot = xr.off[b]; /* -128 isum: cancels the stored q + 128 */
+                    for (int c = 0; c < QT_BLOCK; c++) dot += (int32_t)blk[(c / 4) * 64 + j * 4 + c % 4] * xq[c];
+                }
+                acc = fmaf((float)dot, f16_to_f32(W->scales[si]) * xr.dx[b], acc);
+                if (q4) accm = fmaf(f16_to_f32(W->mins[si]), xr.fsum[b], accm);
             }
-            Y[(size_t)i * rows + r] = (accd + accm) + (bias ? bias[r] : 0.0f);
+            const float y = q4 ? acc + accm : acc;
+            Y[(size_t)i * rows + r] = y + (bias ? bias[r] : 0.0f);
         }
     }
 }
@@ -150,7 +134,7 @@ static const ops_kernels scalar_kernels = {
     .name = "scalar",
     .matmul = matmul_scalar,
     .mm = {mm_float_scalar, mm_float_scalar, mm_float_scalar, mm_quant_scalar, mm_quant_scalar, mm_quant_scalar,
-           mm_q8x16_scalar, mm_q4mx16_scalar},
+           mm_x16_scalar, mm_x16_scalar},
     .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size},
     .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep, q8x16_prep, q8x16_prep},
     .mm_bf16_dp = NULL,
