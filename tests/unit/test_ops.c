@@ -204,6 +204,27 @@ static void test_elementwise(void) {
         if (!(q <= worst)) worst = q;
     }
     CHECK("rmsnorm_vs_double", worst <= 1.0, "error %.3g x tolerance", worst);
+    /* every split of the 16 partial sums: below one block, whole blocks, tails */
+    {
+        static const int sizes[] = {1, 5, 15, 16, 17, 32, 128, 131, 1024, 2048};
+        float xs[2048], ws[2048], ys[2048];
+        fill(xs, 2048, 2.0f);
+        fill(ws, 2048, 1.0f);
+        double worst_n = 0;
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            const int n = sizes[k];
+            ops_rmsnorm(ys, xs, ws, n, eps);
+            double s2 = 0;
+            for (int i = 0; i < n; i++) s2 += (double)xs[i] * xs[i];
+            const double iv = 1.0 / sqrt(s2 / n + eps);
+            for (int i = 0; i < n; i++) {
+                const double r = xs[i] * iv * ws[i];
+                const double q = fabs(ys[i] - r) / (1e-6 * (fabs(r) + 1e-3));
+                if (!(q <= worst_n)) worst_n = q;
+            }
+        }
+        CHECK("rmsnorm_sizes_vs_double", worst_n <= 1.0, "error %.3g x tolerance", worst_n);
+    }
     memcpy(y2, x, sizeof x);
     ops_rmsnorm(y2, y2, w, N, eps);
     CHECK("rmsnorm_in_place", memcmp(y, y2, sizeof y) == 0, "in-place result differs");
