@@ -753,6 +753,8 @@ static void test_contract(void) {
             /* 2 and 3 threads, n = 7 and n = 1 */
             for (int nt = 2; nt <= 3; nt++) {
                 threaded &= ops_matmul_threads(&ctx[nt - 1], &c.m, N) == nt && ops_matmul_threads(&ctx[nt - 1], &c.m, 1) == nt;
+                for (size_t i = 0; i < (size_t)N * ROWS; i++) Ys[i] = NAN; /* a row no task computed stays NaN */
+                for (int i = 0; i < ROWS; i++) Y1[i] = NAN;
                 ops_matmul(&ctx[nt - 1], &c.m, X, N, b, Ys);
                 ok_threads &= memcmp(Ys, Yn, sizeof(float) * N * ROWS) == 0;
                 ops_matmul(&ctx[nt - 1], &c.m, X + (size_t)3 * COLS, 1, b, Y1);
@@ -1563,7 +1565,10 @@ static void test_matmul_multi(void) {
                 if (nt == 1)
                     for (int i = 0; i < 3; i++) ops_matmul(&ctx, W[i], X, N, bias[i], Yr[i]);
                 for (int n = 1; n <= N; n += N - 1) {
-                    for (int i = 0; i < 3; i++) Y[i][n * rows[i]] = 777.0f;
+                    for (int i = 0; i < 3; i++) {
+                        for (int k = 0; k < n * rows[i]; k++) Y[i][k] = NAN; /* rows no task computed stay NaN */
+                        Y[i][n * rows[i]] = 777.0f;
+                    }
                     ops_matmul_multi(&ctx, 3, W, X, n, bias, Y);
                     for (int i = 0; i < 3; i++)
                         ok &= memcmp(Y[i], Yr[i], sizeof(float) * n * rows[i]) == 0 && Y[i][n * rows[i]] == 777.0f;
@@ -1633,6 +1638,7 @@ static void test_matmul_swiglu(void) {
                 ctx.k = tables[t];
                 if (g.dp) ops_set_bf16_dp(&ctx, 1);
                 for (int n = 1; n <= N; n += N - 1) {
+                    for (int k = 0; k < N * ROWS; k++) H[k] = U[k] = NAN; /* rows no task computed stay NaN */
                     ops_matmul_swiglu(&ctx, &g.m, &u.m, X, n, H, U);
                     if (uneven) {
                         ok &= isnan(H[0]) && isnan(H[n * ROWS - 1]) && isnan(U[0]) && isnan(U[n * u.m.rows - 1]);
@@ -1660,8 +1666,69 @@ static void test_matmul_swiglu(void) {
     free(Ur);
 }
 
+/* The row tasks of a product job cover every row whatever the heights and
+ * the thread count: products of 1, 2 and 3 matrices and the SwiGLU pair,
+ * outputs poisoned with NaN first, against one thread. (A row no task
+ * computes keeps whatever the buffer held, which a reused buffer can hide.) */
+static void test_mm_tasks(void) {
+    enum { COLS = 40, N = 3 };
+    static const int heights[] = {1, 15, 16, 17, 31, 32, 33, 48, 63, 100, 131, 257, 1000, 3072};
+    const int nh = (int)(sizeof heights / sizeof heights[0]);
+    float *X = malloc(sizeof(float) * N * COLS), *w = malloc(sizeof(float) * 3072 * COLS);
+    float *Y[3], *R[3], *U = malloc(sizeof(float) * N * 3072), *UR = malloc(sizeof(float) * N * 3072);
+    fill(X, (size_t)N * COLS, 1.0f);
+    fill(w, (size_t)3072 * COLS, 1.0f);
+    for (int i = 0; i < 3; i++) {
+        Y[i] = malloc(sizeof(float) * N * 3072);
+        R[i] = malloc(sizeof(float) * N * 3072);
+    }
+    ops_ctx one;
+    ops_init(&one, 1, 0);
+    int bad = 0, cases = 0;
+    for (int nt = 2; nt <= 5; nt++) {
+        ops_ctx ctx;
+        ops_init(&ctx, nt, 0);
+        for (int a = 0; a < nh; a++) {
+            const int hs[3] = {heights[a], heights[(a + 5) % nh], heights[(a + 9) % nh]};
+            qt_mat m[3];
+            for (int i = 0; i < 3; i++) m[i] = (qt_mat){.rows = hs[i], .cols = COLS, .dtype = DT_F32, .data = w};
+            const qt_mat *const W[3] = {&m[0], &m[1], &m[2]};
+            for (int i = 0; i < 3; i++) ops_matmul(&one, W[i], X, N, NULL, R[i]);
+            for (int nw = 1; nw <= 3; nw++) {
+                for (int i = 0; i < 3; i++)
+                    for (int k = 0; k < N * hs[i]; k++) Y[i][k] = NAN;
+                ops_matmul_multi(&ctx, nw, W, X, N, NULL, Y);
+                for (int i = 0; i < nw; i++) bad += memcmp(Y[i], R[i], sizeof(float) * N * hs[i]) != 0;
+                cases++;
+            }
+            /* the SwiGLU pair: gate and up of the same height */
+            for (int k = 0; k < N * hs[0]; k++) Y[0][k] = U[k] = NAN;
+            ops_matmul_swiglu(&ctx, W[0], W[0], X, N, Y[0], U);
+            memcpy(UR, R[0], sizeof(float) * N * hs[0]);
+            float *HR = R[1];
+            memcpy(HR, R[0], sizeof(float) * N * hs[0]);
+            ops_swiglu_ctx(&ctx, HR, UR, N * hs[0]);
+            bad += memcmp(U, R[0], sizeof(float) * N * hs[0]) != 0 || memcmp(Y[0], HR, sizeof(float) * N * hs[0]) != 0;
+            cases++;
+        }
+        ops_free(&ctx);
+    }
+    CHECK("mm_tasks_cover_every_row", bad == 0, "%d of %d products differ from one thread (or left rows NaN)", bad,
+          cases);
+    ops_free(&one);
+    for (int i = 0; i < 3; i++) {
+        free(Y[i]);
+        free(R[i]);
+    }
+    free(U);
+    free(UR);
+    free(X);
+    free(w);
+}
+
 int main(void) {
     find_tables();
+    test_mm_tasks();
     test_matmul_float();
     test_quantize();
     test_matmul_quant();
