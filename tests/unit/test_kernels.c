@@ -1350,6 +1350,38 @@ static void test_conv_time_split(void) {
             }
             ops_free(&c);
         }
+        /* few 64-step tiles (4, 10, 30: the vocoder's blocks at 1- and 4-frame
+         * chunks), where the tasks are single tiles or a handful */
+        {
+            enum { SC = 1024, SO = 8 };
+            static const int touts[] = {256, 640, 1920};
+            float *sx = malloc(sizeof(float) * SC * (1920 + K - 1)), *sw = malloc(sizeof(float) * SO * SC * K);
+            float *s1 = malloc(sizeof(float) * SO * 1920), *s2 = malloc(sizeof(float) * SO * 1920);
+            ok &= sx && sw && s1 && s2;
+            if (sx && sw && s1 && s2) {
+                fill(sx, (size_t)SC * (1920 + K - 1), 1.0f);
+                fill(sw, (size_t)SO * SC * K, 1.0f);
+                for (size_t q = 0; q < sizeof touts / sizeof touts[0]; q++) {
+                    const int to = touts[q], ti = to + K - 1;
+                    ops_conv1d_ctx(&c1, sx, SC, ti, ti, sw, b, SO, K, 1, 1, 1, s1, to);
+                    for (int nt = 2; nt <= 3; nt++) {
+                        ops_ctx c;
+                        ops_init(&c, nt, 0);
+                        c.k = tables[t];
+                        const ops_conv_args as = {.cin = SC, .t_in = ti, .groups = 1, .t0 = 0, .t1 = to};
+                        if (nt == 2) used &= ops_conv_time_split(&c, &as, 0);
+                        memset(s2, 0, sizeof(float) * SO * to);
+                        ops_conv1d_ctx(&c, sx, SC, ti, ti, sw, b, SO, K, 1, 1, 1, s2, to);
+                        ok &= memcmp(s1, s2, sizeof(float) * SO * to) == 0;
+                        ops_free(&c);
+                    }
+                }
+            }
+            free(sx);
+            free(sw);
+            free(s1);
+            free(s2);
+        }
         ops_free(&c1);
         char name[96];
         snprintf(name, sizeof name, "conv_time_split_%s_same_bits", tables[t]->name);

@@ -372,9 +372,13 @@ void ops_conv_run_time(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, 
         fn(a, 0, a->cout);
         return;
     }
-    /* whole 64-step tiles (of each phase, transposed), a few tasks per thread */
+    /* whole 64-step tiles (of each phase, transposed), a few tasks per thread,
+     * rounded down so the tasks come out near a multiple of the threads: 10
+     * tiles on 2 threads as 10 tasks, not 5 (3 + 2: one thread idle for a
+     * fifth of the conv; the vocoder's block 2 at 4-frame chunks) */
     const int steps = a->t1 - a->t0, unit = 64 * (transposed ? a->stride : 1);
-    const int per = task_size(steps, c->n_threads, unit);
+    const int tiles = (steps + unit - 1) / unit, want = c->n_threads * TASKS_PER_THREAD;
+    const int per = (tiles / want > 1 ? tiles / want : 1) * unit;
     rt->conv_time = (conv_time_job){fn, a, per, transposed};
     threadpool_run(rt->pool, conv_time_task, &rt->conv_time, (steps + per - 1) / per);
     rt_release(rt);
