@@ -436,8 +436,10 @@ AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
     }
     for (int b = 0; b < nb; b++) {
         const __m512i *wp = (const __m512i *)(base + (size_t)b * 512);
-        _mm_prefetch((const char *)(wp + 64), _MM_HINT_T0); /* 4 KiB ahead */
-        _mm_prefetch((const char *)(wp + 68), _MM_HINT_T0);
+        /* every line of the block 4 KiB ahead: one core then reads at the
+         * rate of a plain load loop (two lines of eight: 20-30 % slower) */
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) _mm_prefetch((const char *)(wp + 64 + c), _MM_HINT_T0);
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb + (size_t)b * 16)));
         __m512i w[8];
 #pragma GCC unroll 8
@@ -475,10 +477,11 @@ AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
     }
     for (int b = 0; b < nb; b++) {
         const __m512i *wp0 = (const __m512i *)(base0 + (size_t)b * 512), *wp1 = (const __m512i *)(base1 + (size_t)b * 512);
-        _mm_prefetch((const char *)(wp0 + 64), _MM_HINT_T0);
-        _mm_prefetch((const char *)(wp0 + 68), _MM_HINT_T0);
-        _mm_prefetch((const char *)(wp1 + 64), _MM_HINT_T0);
-        _mm_prefetch((const char *)(wp1 + 68), _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) { /* every line 4 KiB ahead, as tile_x16 */
+            _mm_prefetch((const char *)(wp0 + 64 + c), _MM_HINT_T0);
+            _mm_prefetch((const char *)(wp1 + 64 + c), _MM_HINT_T0);
+        }
         __m512i d0[4], d1[4];
 #pragma GCC unroll 4
         for (int i = 0; i < N; i++) d0[i] = d1[i] = _mm512_set1_epi32(xr[i].off[b]);
