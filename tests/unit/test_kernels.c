@@ -18,6 +18,7 @@
  * runs under qemu-aarch64 (each SKIP when the tool is not installed). */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -818,6 +819,100 @@ static void slow_task(void *arg, int t, int nt) {
     probe_task(arg, t, nt);
     struct timespec ts = {0, 200 * 1000};
     nanosleep(&ts, NULL);
+}
+
+/* An async function: counts its runs, notes its thread, flags two at once,
+ * and (hold set) waits until the test releases it. */
+typedef struct async_probe {
+    atomic_int runs, inside, overlapped, hold;
+    pthread_t who;
+} async_probe;
+
+static void async_fn(void *arg) {
+    async_probe *a = arg;
+    if (atomic_fetch_add(&a->inside, 1) != 0) atomic_store(&a->overlapped, 1);
+    a->who = pthread_self();
+    while (atomic_load(&a->hold)) sched_yield();
+    atomic_fetch_add(&a->runs, 1);
+    atomic_fetch_sub(&a->inside, 1);
+}
+
+/* threadpool_async: one worker runs the function while the caller's jobs go
+ * on without it (on the caller alone in a pool of two), every task once;
+ * posts are serialised; a sleeping worker still takes one; no workers: 0. */
+static void test_pool_async(void) {
+    threadpool *p = threadpool_create(2);
+    CHECK("pool_async_create", p != NULL, "no pool");
+    if (!p) return;
+    async_probe a;
+    memset(&a, 0, sizeof a);
+    atomic_store(&a.hold, 1);
+    int posted = threadpool_async(p, async_fn, &a);
+    while (posted && atomic_load(&a.inside) == 0) sched_yield(); /* the worker has it */
+    pool_probe pr;
+    memset(&pr, 0, sizeof pr);
+    int jobs_ok = 1;
+    for (int r = 0; r < 200; r++) {
+        memset(&pr, 0, sizeof pr);
+        threadpool_run(p, slow_task, &pr, 3);
+        for (int t = 0; t < 3; t++) jobs_ok &= pr.hits[t] == 1 && pthread_equal(pr.who[t], pthread_self());
+    }
+    atomic_store(&a.hold, 0);
+    threadpool_async_wait(p);
+    CHECK("pool_async_runs_beside_jobs",
+          posted && jobs_ok && a.runs == 1 && !pthread_equal(a.who, pthread_self()),
+          "posted %d, jobs on the caller alone %d, runs %d", posted, jobs_ok, (int)a.runs);
+    /* many posts between jobs: each runs once, never two at a time */
+    memset(&a, 0, sizeof a);
+    int counts_ok = 1, total = 0;
+    for (int r = 0; r < 3000; r++) {
+        counts_ok &= threadpool_async(p, async_fn, &a);
+        memset(&pr, 0, sizeof pr);
+        threadpool_run(p, probe_task, &pr, 1 + r % 5);
+        counts_ok &= pr.calls == 1 + r % 5 && !pr.bad;
+        total++;
+    }
+    threadpool_async_wait(p);
+    CHECK("pool_async_each_once", counts_ok && a.runs == total && !a.overlapped, "%d runs of %d posts, overlap %d",
+          (int)a.runs, total, (int)a.overlapped);
+    /* after the worker went to sleep */
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    memset(&a, 0, sizeof a);
+    threadpool_async(p, async_fn, &a);
+    threadpool_async_wait(p);
+    memset(&pr, 0, sizeof pr);
+    threadpool_run(p, slow_task, &pr, 3);
+    int later_on_worker = 0;
+    for (int r = 0; r < 50 && !later_on_worker; r++) {
+        memset(&pr, 0, sizeof pr);
+        threadpool_run(p, slow_task, &pr, 3);
+        for (int t = 0; t < 3; t++) later_on_worker |= !pthread_equal(pr.who[t], pthread_self());
+    }
+    CHECK("pool_async_after_sleep_then_jobs_again", a.runs == 1 && later_on_worker,
+          "runs %d; the worker took no task after its async function: %d", (int)a.runs, later_on_worker);
+    /* destroy with a function still running waits for it */
+    memset(&a, 0, sizeof a);
+    threadpool_async(p, async_fn, &a);
+    threadpool_destroy(p);
+    CHECK("pool_async_destroy_waits", a.runs == 1, "runs %d", (int)a.runs);
+    CHECK("pool_async_no_workers", threadpool_async(NULL, async_fn, &a) == 0, "a NULL pool took an async function");
+    /* three threads: while one worker runs the function the other still takes tasks */
+    p = threadpool_create(3);
+    if (!p) return;
+    memset(&a, 0, sizeof a);
+    atomic_store(&a.hold, 1);
+    threadpool_async(p, async_fn, &a);
+    while (atomic_load(&a.inside) == 0) sched_yield();
+    int helped = 0;
+    for (int r = 0; r < 50; r++) {
+        memset(&pr, 0, sizeof pr);
+        threadpool_run(p, slow_task, &pr, 3);
+        for (int t = 0; t < 3; t++) helped += !pthread_equal(pr.who[t], pthread_self());
+    }
+    atomic_store(&a.hold, 0);
+    threadpool_destroy(p);
+    CHECK("pool_async_other_workers_help", helped > 0 && a.runs == 1, "%d of 150 tasks on the free worker", helped);
 }
 
 static void test_pool(void) {
@@ -1771,6 +1866,7 @@ int main(void) {
     test_matmul_multi();
     test_matmul_swiglu();
     test_pool();
+    test_pool_async();
     test_dot_axpy();
     test_attn_head();
     test_conv1d_kernels();

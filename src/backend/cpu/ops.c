@@ -404,6 +404,18 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
 
 /* ------------------------------------------------------------ attention */
 
+int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg) {
+    struct ops_rt *rt = c ? c->rt : NULL;
+    if (!rt_acquire(rt)) return 0; /* no workers, or another thread is posting on this pool */
+    const int ok = threadpool_async(rt->pool, fn, arg);
+    rt_release(rt);
+    return ok;
+}
+
+void ops_async_wait(const ops_ctx *c) {
+    if (c && c->rt) threadpool_async_wait(c->rt->pool);
+}
+
 void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), void *arg, int n_tasks) {
     struct ops_rt *rt = c ? c->rt : NULL;
     if (n_tasks > 1 && rt_acquire(rt)) {

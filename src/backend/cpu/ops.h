@@ -208,6 +208,13 @@ static inline void ops_axpy(const ops_ctx *c, float *y, float a, const float *x,
  * use the pool themselves. */
 void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), void *arg, int n_tasks);
 
+/* Run fn(arg) on one of the context's worker threads while the caller goes
+ * on (threadpool_async): ops calls meanwhile use the caller and the other
+ * workers. fn must not use this context's pool. Returns 0 (nothing started)
+ * when the context has no workers. ops_async_wait returns once fn has. */
+int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg);
+void ops_async_wait(const ops_ctx *c);
+
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out);
 

@@ -10,7 +10,11 @@
  * nothing. Sleeping: a worker registers in sleepers (seq_cst) and re-checks
  * ctl under the mutex before waiting; the caller stores ctl (seq_cst) and then
  * reads sleepers (seq_cst): one of the two sees the other's store, so no
- * wake-up is lost. */
+ * wake-up is lost. An async function (threadpool_async) is a second thing a
+ * worker waits for: astate goes IDLE -> PENDING (the caller, seq_cst, after
+ * writing afn/aarg, then the same sleepers check) -> RUNNING (the worker
+ * that wins the CAS, acquire) -> IDLE (that worker, release, when fn
+ * returns). */
 #include "backend/cpu/threadpool.h"
 
 #include <pthread.h>
@@ -26,6 +30,7 @@
 #define QT_POOL_WAIT_SPIN_US 50
 
 #define CTL_CLOSED ((uint64_t)1 << 31)
+enum { ASYNC_IDLE, ASYNC_PENDING, ASYNC_RUNNING };
 #define CTL_JOINED_MASK (CTL_CLOSED - 1)
 
 static inline void cpu_relax(void) {
@@ -59,6 +64,9 @@ struct threadpool {
     _Alignas(64) atomic_int left;          /* joined workers that finished */
     _Alignas(64) atomic_int sleepers;      /* workers waiting on cv */
     atomic_int stop;
+    _Alignas(64) atomic_int astate;        /* ASYNC_*: the async function's state */
+    void (*afn)(void *);                   /* the async function (written before astate) */
+    void *aarg;
     _Alignas(64) tp_task_fn fn;            /* the current job (written before ctl) */
     void *arg;
     int n_tasks;
@@ -74,29 +82,47 @@ static void pull_tasks(threadpool *p) {
     }
 }
 
+static int async_pending(threadpool *p) {
+    return atomic_load_explicit(&p->astate, memory_order_relaxed) == ASYNC_PENDING;
+}
+
+/* Run the pending async function if this worker wins it; 1 if it did. */
+static int take_async(threadpool *p) {
+    int expect = ASYNC_PENDING;
+    if (!atomic_compare_exchange_strong_explicit(&p->astate, &expect, ASYNC_RUNNING, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return 0;
+    p->afn(p->aarg);
+    atomic_store_explicit(&p->astate, ASYNC_IDLE, memory_order_release);
+    return 1;
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     threadpool *p = w->pool;
     uint32_t seen = 0;
     for (;;) {
         uint64_t c = atomic_load_explicit(&p->ctl, memory_order_acquire);
-        if (ctl_gen(c) == seen) {
+        if (ctl_gen(c) == seen && !async_pending(p)) {
             const long long t0 = now_us();
-            for (int k = 1; ctl_gen(c) == seen; k++) {
+            for (int k = 1; ctl_gen(c) == seen && !async_pending(p); k++) {
                 cpu_relax();
                 c = atomic_load_explicit(&p->ctl, memory_order_acquire);
                 if ((k & 255) == 0 && now_us() - t0 > QT_POOL_SPIN_US) break;
             }
         }
-        if (ctl_gen(c) == seen) {
+        if (ctl_gen(c) == seen && !async_pending(p)) {
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->sleepers, 1);
-            while (ctl_gen(c = atomic_load(&p->ctl)) == seen) pthread_cond_wait(&p->cv, &p->mu);
+            while (ctl_gen(c = atomic_load(&p->ctl)) == seen && atomic_load(&p->astate) != ASYNC_PENDING)
+                pthread_cond_wait(&p->cv, &p->mu);
             atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
-        seen = ctl_gen(c);
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
+        if (async_pending(p) && take_async(p)) continue; /* then look at the jobs again */
+        if (ctl_gen(c) == seen) continue;                 /* another worker took the async function */
+        seen = ctl_gen(c);
         /* join while the job is open */
         while (ctl_gen(c) == seen && !(c & CTL_CLOSED)) {
             if (atomic_compare_exchange_weak_explicit(&p->ctl, &c, c + 1, memory_order_acq_rel,
@@ -131,6 +157,7 @@ threadpool *threadpool_create(int n_threads) {
     atomic_init(&p->left, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->astate, ASYNC_IDLE);
     for (int i = 0; i < n_threads - 1; i++) {
         p->workers[i].pool = p;
         if (pthread_create(&p->workers[i].th, NULL, worker_main, &p->workers[i])) {
@@ -145,15 +172,38 @@ threadpool *threadpool_create(int n_threads) {
 
 int threadpool_size(const threadpool *p) { return p ? p->n_threads : 1; }
 
-/* Publish a new generation (job or stop) and wake sleeping workers. */
-static void publish(threadpool *p) {
-    const uint64_t c = atomic_load_explicit(&p->ctl, memory_order_relaxed);
-    atomic_store(&p->ctl, (uint64_t)(ctl_gen(c) + 1u) << 32); /* seq_cst */
-    if (atomic_load(&p->sleepers) > 0) {
+static void wake_sleepers(threadpool *p) {
+    if (atomic_load(&p->sleepers) > 0) { /* seq_cst, after the caller's seq_cst store */
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
     }
+}
+
+/* Publish a new generation (job or stop) and wake sleeping workers. */
+static void publish(threadpool *p) {
+    const uint64_t c = atomic_load_explicit(&p->ctl, memory_order_relaxed);
+    atomic_store(&p->ctl, (uint64_t)(ctl_gen(c) + 1u) << 32); /* seq_cst */
+    wake_sleepers(p);
+}
+
+void threadpool_async_wait(threadpool *p) {
+    if (!p) return;
+    const long long t0 = now_us();
+    for (int k = 1; atomic_load_explicit(&p->astate, memory_order_acquire) != ASYNC_IDLE; k++) {
+        if ((k & 255) == 0 && now_us() - t0 > QT_POOL_WAIT_SPIN_US) sched_yield();
+        else cpu_relax();
+    }
+}
+
+int threadpool_async(threadpool *p, void (*fn)(void *arg), void *arg) {
+    if (!p || p->n_threads < 2 || !fn) return 0;
+    threadpool_async_wait(p);
+    p->afn = fn;
+    p->aarg = arg;
+    atomic_store(&p->astate, ASYNC_PENDING); /* seq_cst */
+    wake_sleepers(p);
+    return 1;
 }
 
 void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks) {
@@ -185,6 +235,7 @@ void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks) {
 
 void threadpool_destroy(threadpool *p) {
     if (!p) return;
+    threadpool_async_wait(p);
     atomic_store(&p->stop, 1);
     publish(p);
     pthread_mutex_lock(&p->mu);

@@ -28,7 +28,18 @@ int threadpool_size(const threadpool *p);
  * done. One caller at a time per pool. */
 void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks);
 
-/* Stop and join the workers; accepts NULL. */
+/* Hand fn(arg) to one worker, which runs it instead of joining jobs until it
+ * returns, while the caller goes on; jobs run meanwhile on the caller and
+ * the other workers (on the caller alone in a pool of two). One async
+ * function at a time: if the previous one has not returned yet, this waits
+ * for it first. Only the pool's caller posts. Returns 0 (nothing started)
+ * when the pool has no workers (NULL). */
+int threadpool_async(threadpool *p, void (*fn)(void *arg), void *arg);
+
+/* Wait until the async function, if any, has returned. */
+void threadpool_async_wait(threadpool *p);
+
+/* Stop and join the workers (after the async function returns); accepts NULL. */
 void threadpool_destroy(threadpool *p);
 
 #endif
