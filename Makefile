@@ -136,9 +136,10 @@ debug-test:
 	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
 # The server's engine and HTTP tests under ThreadSanitizer (data races
-# between the engine thread, the decode workers and the HTTP threads).
+# between the engine thread, the decode workers and the HTTP threads), and
+# the pipeline's (a pool worker lent to the decoder beside generation).
 TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
-TSAN_TESTS := $(addprefix build-tsan/tests/server/,test_sched test_server test_load)
+TSAN_TESTS := $(addprefix build-tsan/tests/server/,test_sched test_server test_load) build-tsan/tests/golden/test_pipeline
 tsan-test:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="$(TSAN_SAN)" $(TSAN_TESTS)
 	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1}" BUILD=build-tsan sh tests/run_tests.sh $(TSAN_TESTS)

@@ -3,8 +3,16 @@
  * appends each frame to a queue; chunks of first_chunk_frames, then
  * chunk_frames, are decoded on the context's codec stream, either on the
  * generating thread between frames with all the model's threads (overlap = 0)
- * or by a worker thread beside generation (overlap = 1), and the PCM goes to
- * the sink (caller callback and/or the collected waveform). The codec stream is exact,
+ * or beside generation (overlap = 1), and the PCM goes to the sink (caller
+ * callback and/or the collected waveform). Overlap on a model with worker
+ * threads lends one of them to the decoder (ops_async) whenever a chunk is
+ * ready: it decodes queued chunks on its own while generation goes on with
+ * the other threads, then rejoins generation; so no core is oversubscribed,
+ * and the memory-bound generation and the compute-bound decoder share the
+ * cores instead of taking turns. The first chunk (earliest audio) and the
+ * chunks left when generation ends are decoded on all threads. Without
+ * worker threads, overlap runs the decoder in a thread of its own (on the
+ * decoder's own pool). The codec stream is exact,
  * so the chunking never changes a sample. For ICL voice cloning the stream is
  * first primed with the reference frames (their audio is not delivered): the
  * official "decode reference + generated, then cut" without decoding twice. */
@@ -85,11 +93,16 @@ typedef struct synth {
     qtts_error err;           /* consumer error (written by the consumer only) */
     qtts_status pst;          /* producer-side status (frame callback, queue) */
     qtts_error perr;          /* producer-side error (written by the producer only) */
+    int async;                /* overlap on a worker lent by the model's pool (decode_async) */
+    int dec_running;          /* decode_async holds the codec stream (guarded) */
+    ops_ctx serial;           /* one thread, the model's kernels: decode_async's compute */
 } synth;
 
-/* Decode and deliver k frames already copied to s->chunk. */
-static qtts_status deliver(synth *s, int k) {
+/* Decode and deliver k frames already copied to s->chunk, computing on ops
+ * (NULL: the decoder's own). */
+static qtts_status deliver(synth *s, int k, const ops_ctx *ops) {
     const double t = now_ms();
+    codec_stream_set_ops(s->ctx->codec, ops);
     qtts_status st = codec_stream_decode(s->ctx->codec, s->chunk, k, s->pcm, &s->err);
     s->ctx->stats.decode_ms += now_ms() - t;
     if (st) return st;
@@ -114,7 +127,7 @@ static void *consumer(void *arg) {
         const int finished = s->done && avail == k;
         pthread_mutex_unlock(&s->mu);
         if (k > 0) {
-            qtts_status st = deliver(s, k);
+            qtts_status st = deliver(s, k, NULL);
             if (st) {
                 pthread_mutex_lock(&s->mu);
                 s->st = st;
@@ -125,6 +138,64 @@ static void *consumer(void *arg) {
         }
         if (finished) return NULL;
     }
+}
+
+/* The decoder on a worker lent by the model's pool (overlap with worker
+ * threads): decode the full chunks queued, one after another on this thread,
+ * then give the worker back. Past the chunk it was lent for it takes none
+ * once generation is done (the generating thread then decodes the rest on
+ * all threads). */
+static void decode_async(void *arg) {
+    synth *s = arg;
+    for (int first = 1;; first = 0) {
+        pthread_mutex_lock(&s->mu);
+        const int want = next_chunk_size(s);
+        if (s->stop || (s->done && !first) || s->n_frames - s->n_decoded < want) {
+            s->dec_running = 0;
+            pthread_cond_signal(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * want * s->G);
+        pthread_mutex_unlock(&s->mu);
+        const qtts_status st = deliver(s, want, &s->serial);
+        if (st) {
+            pthread_mutex_lock(&s->mu);
+            s->st = st;
+            s->stop = 1;
+            s->dec_running = 0;
+            pthread_cond_signal(&s->cv);
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+    }
+}
+
+/* Overlap with a lent worker, on the generating thread after a frame was
+ * queued: decode the first chunk here on all threads (the earliest first
+ * audio), lend the worker for a later one. 1 = stop generating. */
+static int on_frame_async(synth *s) {
+    const qtts_model *m = s->ctx->model;
+    pthread_mutex_lock(&s->mu);
+    int k = 0, lend = 0;
+    const int stop = s->stop;
+    if (!stop && !s->dec_running && s->n_frames - s->n_decoded >= next_chunk_size(s)) {
+        k = next_chunk_size(s);
+        if (s->n_decoded > 0) lend = s->dec_running = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (stop) return 1;
+    if (lend) {
+        if (ops_async(&m->ops, decode_async, s)) return 0;
+        pthread_mutex_lock(&s->mu); /* the pool is in use by another thread: decode here */
+        s->dec_running = 0;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (k) {
+        memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * k * s->G);
+        if ((s->st = deliver(s, k, &m->ops))) return 1;
+    }
+    return 0;
 }
 
 static int on_frame(const int32_t *codes, int idx, void *arg) {
@@ -150,12 +221,13 @@ static int on_frame(const int32_t *codes, int idx, void *arg) {
     int stop = s->stop;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    if (s->async) return on_frame_async(s);
     if (stop || s->ap->overlap) return stop;
     /* inline decoding (overlap = 0): same chunking, same thread */
     int want = next_chunk_size(s);
     if (s->n_frames - s->n_decoded >= want) {
         memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * want * s->G);
-        s->st = deliver(s, want);
+        s->st = deliver(s, want, &s->ctx->model->ops);
         if (s->st) return 1;
     }
     return 0;
@@ -233,36 +305,40 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
         goto done;
     }
     /* Priming, and decoding between frames (overlap = 0), run on this thread
-     * while generation waits: they get all the model's threads. The worker
-     * (overlap = 1) runs beside generation on the decoder's own, smaller pool. */
+     * while generation waits: they get all the model's threads. With overlap
+     * a worker of the model's pool is lent to the decoder (decode_async), or,
+     * when the model has no workers, a thread of its own runs it on the
+     * decoder's own pool (consumer). */
     codec_stream_set_ops(ctx->codec, &m->ops);
     if ((st = audio_prime(ctx, gp, voice, ref_last, e))) goto done;
     qtts_audio_params local = *ap;
     s.ap = &local;
     pthread_t th;
     int have_thread = 0;
-    if (local.overlap) {
-        codec_stream_set_ops(ctx->codec, NULL);
-        if (pthread_create(&th, NULL, consumer, &s) != 0) {
-            local.overlap = 0;
-            codec_stream_set_ops(ctx->codec, &m->ops);
-        } else {
-            have_thread = 1;
-        }
+    if (local.overlap && m->ops.n_threads > 1) {
+        s.async = 1;
+        s.serial = m->ops;
+        s.serial.n_threads = 1;
+        s.serial.rt = NULL;
+    } else if (local.overlap) {
+        if (pthread_create(&th, NULL, consumer, &s) != 0) local.overlap = 0;
+        else have_thread = 1;
     }
     int n_frames = 0;
     qtts_status gst = qtts_generate_codes(ctx, gp, on_frame, &s, NULL, &n_frames);
     pthread_mutex_lock(&s.mu);
     s.done = 1;
     pthread_cond_signal(&s.cv);
+    while (s.dec_running) pthread_cond_wait(&s.cv, &s.mu);
     pthread_mutex_unlock(&s.mu);
+    if (s.async) ops_async_wait(&m->ops);
     if (have_thread) pthread_join(th, NULL);
     else
         while (!s.st && s.n_frames > s.n_decoded) {
             int c = next_chunk_size(&s), k = s.n_frames - s.n_decoded;
             if (c > k) c = k;
             memcpy(s.chunk, s.frames + (size_t)s.n_decoded * s.G, sizeof(int32_t) * c * s.G);
-            s.st = deliver(&s, c);
+            s.st = deliver(&s, c, &m->ops);
         }
     if (s.st) { /* the consumer's own failure or stop wins over the generator's cancel */
         st = s.st;

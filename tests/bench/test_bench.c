@@ -402,8 +402,11 @@ static void test_decode_placements(void) {
               in->decode_ms_f > 0 && in->ttfa_ms > 0,
           "rc %d (%s) chunks %g off-thread %d samples %zu", rc[0], out[0].err, in->n_chunks, out[0].chunks_off_thread,
           out[0].n_pcm);
-    CHECK("decode worker: 3 chunks, all from the worker thread, the same samples as inline",
-          rc[1] == 0 && wk->n_chunks == 3 && out[1].chunks_off_thread == 3 && out[1].n_pcm == out[0].n_pcm &&
+    /* overlap lends a worker of the model's pool for the chunks after the first (the first
+     * is decoded on all threads for the earliest audio); the second is ready at frame 4 */
+    CHECK("decode worker: 3 chunks, the second or more from a lent worker, the same samples as inline",
+          rc[1] == 0 && wk->n_chunks == 3 && out[1].chunks_off_thread >= 1 && out[1].chunks_off_thread <= 2 &&
+              out[1].n_pcm == out[0].n_pcm &&
               out[0].pcm && out[1].pcm && memcmp(out[0].pcm, out[1].pcm, sizeof(float) * out[0].n_pcm) == 0 &&
               wk->decode_ms_f > 0,
           "rc %d (%s) chunks %g off-thread %d samples %zu", rc[1], out[1].err, wk->n_chunks, out[1].chunks_off_thread,

@@ -1,8 +1,9 @@
 /* End-to-end golden test of qtts_synthesize: for every text-to-speech run of
  * every case (x-vector and ICL clones included, fed the golden x-vector and
  * reference codes), the waveform equals the official one within 1e-4; the
- * streamed chunks (any chunk size, with and without the decode worker thread)
- * concatenate to exactly the same samples as the whole call; a callback can
+ * streamed chunks (any chunk size, with and without overlapped decoding, on
+ * one thread and, for two cases, on a pool of two where overlap lends the
+ * pool's worker to the decoder) concatenate to exactly the same samples as the whole call; a callback can
  * stop synthesis cleanly; qtts_decode_codes matches too. */
 #include <jansson.h>
 #include <math.h>
@@ -34,11 +35,18 @@ static int on_audio(const float *pcm, size_t n, void *u) {
     return c->stop_after && c->calls >= c->stop_after;
 }
 
-static void run_case(const char *cs) {
+/* Every run of case cs on a model with n_threads threads (with 2, overlap
+ * lends the pool's worker to the decoder: another code path, the same bits). */
+static void run_case(const char *cs, int n_threads) {
     char err[1024], name[256];
+    char cst[96]; /* test names: the case, and the thread count when not 1 */
+    if (n_threads > 1) snprintf(cst, sizeof cst, "%s/t%d", cs, n_threads);
+    else snprintf(cst, sizeof cst, "%s", cs);
     qtts_model *m = NULL;
-    qtts_status s = qtts_model_load(&m, test_path("golden/data/%s", cs), NULL, err, sizeof err);
-    snprintf(name, sizeof name, "pipeline/%s/load", cs);
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = n_threads;
+    qtts_status s = qtts_model_load(&m, test_path("golden/data/%s", cs), &mp, err, sizeof err);
+    snprintf(name, sizeof name, "pipeline/%s/load", cst);
     test_report(name, s == QTTS_OK, "%s", err);
     if (s) return;
     qtts_context *ctx = NULL;
@@ -99,7 +107,7 @@ static void run_case(const char *cs) {
         float *pcm = NULL;
         size_t n = 0;
         s = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
-        snprintf(name, sizeof name, "pipeline/%s/%s/waveform", cs, run);
+        snprintf(name, sizeof name, "pipeline/%s/%s/waveform", cst, run);
         double mabs = INFINITY;
         if (!s && (long)n == wave.n) rel_err(pcm, wave.f32, wave.n, &mabs);
         test_report(name, s == QTTS_OK && (long)n == wave.n && mabs <= WAVE_TOL,
@@ -121,7 +129,7 @@ static void run_case(const char *cs) {
                     ap.overlap = ov;
                     collect c = {0};
                     qtts_status s2 = qtts_synthesize(ctx, &gp, &ap, on_audio, &c, NULL, NULL);
-                    snprintf(name, sizeof name, "pipeline/%s/%s/stream_%d_%d_overlap%d", cs, run, chunks[k][0],
+                    snprintf(name, sizeof name, "pipeline/%s/%s/stream_%d_%d_overlap%d", cst, run, chunks[k][0],
                              chunks[k][1], ov);
                     int same = s2 == QTTS_OK && c.n + lead == n && !memcmp(c.pcm, pcm + lead, sizeof(float) * c.n);
                     test_report(name, same, "status %d, %zu samples (+%zu lead) vs %zu, memcmp differs", s2, c.n, lead, n);
@@ -144,10 +152,12 @@ static void run_case(const char *cs) {
 }
 
 /* The callback can stop synthesis; what was delivered stays valid. */
-static void cancel_test(void) {
+static void cancel_test(int n_threads) {
     char err[1024];
     qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
+    qtts_model_params mp = qtts_model_default_params();
+    mp.n_threads = n_threads;
+    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), &mp, err, sizeof err)) {
         test_report("pipeline/cancel", 0, "%s", err);
         return;
     }
@@ -170,7 +180,7 @@ static void cancel_test(void) {
         c.stop_after = 3;
         qtts_status s = qtts_synthesize(ctx, &gp, &ap, on_audio, &c, NULL, NULL);
         char name[64];
-        snprintf(name, sizeof name, "pipeline/cancel_overlap%d", ov);
+        snprintf(name, sizeof name, "pipeline/cancel_overlap%d_t%d", ov, n_threads);
         test_report(name, s == QTTS_ERR_CANCELLED && c.calls == 3 && c.n == 5 * 1920, "status %d, %d calls, %zu samples", s,
                     c.calls, c.n);
         free(c.pcm);
@@ -179,11 +189,16 @@ static void cancel_test(void) {
         size_t na = 0, nb = 0;
         qtts_status s1 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &a, &na);
         qtts_status s2 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &b, &nb);
-        snprintf(name, sizeof name, "pipeline/reuse_after_cancel_seeded_overlap%d", ov);
+        snprintf(name, sizeof name, "pipeline/reuse_after_cancel_seeded_overlap%d_t%d", ov, n_threads);
         test_report(name, !s1 && !s2 && na == nb && na == 39 * 1920 && !memcmp(a, b, sizeof(float) * na),
                     "status %d/%d, %zu vs %zu samples", s1, s2, na, nb);
         free(a);
         free(b);
+    }
+    if (n_threads > 1) { /* the rest does not depend on the threads */
+        qtts_context_free(ctx);
+        qtts_model_free(m);
+        return;
     }
     /* bad chunk sizes */
     qtts_audio_params ap = qtts_audio_default_params();
@@ -397,8 +412,11 @@ static void stats_test(void) {
 
 int main(void) {
     const char *cases[] = {"custom_voice", "voice_design", "base_clone", "e2e_string"};
-    for (int i = 0; i < 4; i++) run_case(cases[i]);
-    cancel_test();
+    for (int i = 0; i < 4; i++) run_case(cases[i], 1);
+    run_case("custom_voice", 2);
+    run_case("base_clone", 2);
+    cancel_test(1);
+    cancel_test(2);
     long_text_test();
     stats_test();
     return test_finish();
