@@ -384,12 +384,16 @@ typedef struct qtts_audio_params {
     int first_chunk_frames; /* frames in the first audio chunk (>= 1); smaller = earlier first
                                audio; default 1 (80 ms) */
     int chunk_frames;       /* frames per audio chunk after the first (>= 1); default 4 (320 ms) */
-    int overlap;            /* 0 = decode each chunk on the calling thread between frames, on
-                               all of the model's threads; 1 = decode in a worker thread (on
-                               half the threads) while later frames are generated. The same
-                               samples either way. Default 0: on 2 cores it gave both the
-                               lower real-time factor and the earlier first audio, as a
-                               worker competes with generation for the cores (docs/BENCH.md) */
+    int overlap;            /* -1 = auto: 1 when the model has more than one thread, else 0;
+                               0 = decode each chunk on the calling thread between frames, on
+                               all of the model's threads; 1 = decode beside generation: the
+                               chunks after the first are decoded by one of the model's worker
+                               threads, lent to the decoder while the calling thread and the
+                               other workers go on generating (a model without workers: by a
+                               thread of its own); the first chunk and the chunks left when
+                               generation ends are decoded on all threads. The same samples
+                               either way. Default -1 (docs/BENCH.md: on 2 cores lending a
+                               worker lowered the real-time factor 5-20 %, first audio the same) */
     qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
                                return non-zero to stop; default NULL */
     void *frame_user;       /* passed to on_frame; default NULL */
@@ -410,7 +414,8 @@ qtts_audio_params qtts_audio_default_params(void);
 
 /* Receives each chunk of 24 kHz mono PCM in [-1, 1] as soon as it is decoded.
  * pcm is borrowed for the duration of the call. Calls are serialised (never
- * concurrent) but, with overlap = 1, come from the context's worker thread.
+ * concurrent) but, with overlap on, may come from another thread (a model
+ * worker or the decoder's own thread).
  * Return non-zero to stop synthesis cleanly (qtts_synthesize then returns
  * QTTS_ERR_CANCELLED; the audio delivered so far stays valid). */
 typedef int (*qtts_audio_fn)(const float *pcm, size_t n_samples, void *user);

@@ -29,7 +29,7 @@ qtts_audio_params qtts_audio_default_params(void) {
     memset(&p, 0, sizeof p);
     p.first_chunk_frames = 1;
     p.chunk_frames = 4;
-    p.overlap = 0;
+    p.overlap = -1;
     p.split_text = 1;
     const text_split_params tp = text_split_default_params(); /* one source for the split defaults */
     p.max_piece_chars = tp.max_chars;
@@ -312,6 +312,7 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
     codec_stream_set_ops(ctx->codec, &m->ops);
     if ((st = audio_prime(ctx, gp, voice, ref_last, e))) goto done;
     qtts_audio_params local = *ap;
+    if (local.overlap < 0) local.overlap = m->ops.n_threads > 1;
     s.ap = &local;
     pthread_t th;
     int have_thread = 0;
@@ -365,6 +366,8 @@ static qtts_status validate_audio(const qtts_audio_params *ap, qtts_error *e) {
     if (ap->first_chunk_frames < 1 || ap->chunk_frames < 1 || ap->first_chunk_frames > 4096 || ap->chunk_frames > 4096)
         return err_set(e, QTTS_ERR_INVALID_ARG, "chunk sizes must be in [1, 4096] frames (got first %d, then %d)",
                        ap->first_chunk_frames, ap->chunk_frames);
+    if (ap->overlap < -1 || ap->overlap > 1)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "overlap must be -1 (auto), 0 or 1 (got %d)", ap->overlap);
     if (ap->split_text && ap->max_piece_chars < 16)
         return err_set(e, QTTS_ERR_INVALID_ARG, "max_piece_chars must be >= 16 (got %d)", ap->max_piece_chars);
     if (ap->sentence_pause_ms < 0 || ap->paragraph_pause_ms < 0 || ap->sentence_pause_ms > 10000 ||

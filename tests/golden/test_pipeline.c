@@ -7,6 +7,7 @@
  * stop synthesis cleanly; qtts_decode_codes matches too. */
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,10 +22,13 @@ typedef struct collect {
     size_t n, cap;
     int calls;
     int stop_after; /* stop after this many calls (0 = never) */
+    int off_thread; /* calls not on the thread that set caller */
+    pthread_t caller;
 } collect;
 
 static int on_audio(const float *pcm, size_t n, void *u) {
     collect *c = u;
+    c->off_thread += c->calls > 0 && !pthread_equal(pthread_self(), c->caller);
     if (c->n + n > c->cap) {
         c->cap = (c->n + n) * 2;
         c->pcm = realloc(c->pcm, sizeof(float) * c->cap);
@@ -200,13 +204,18 @@ static void cancel_test(int n_threads) {
         qtts_model_free(m);
         return;
     }
-    /* bad chunk sizes */
+    /* bad chunk sizes, bad overlap */
     qtts_audio_params ap = qtts_audio_default_params();
     ap.chunk_frames = 0;
     float *p = NULL;
     size_t n = 0;
     qtts_status s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &p, &n);
     test_report("pipeline/bad_chunk_frames", s == QTTS_ERR_INVALID_ARG && strstr(qtts_context_last_error(ctx), "chunk"),
+                "status %d: %s", s, qtts_context_last_error(ctx));
+    ap = qtts_audio_default_params();
+    ap.overlap = 2;
+    s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &p, &n);
+    test_report("pipeline/bad_overlap", s == QTTS_ERR_INVALID_ARG && strstr(qtts_context_last_error(ctx), "overlap"),
                 "status %d: %s", s, qtts_context_last_error(ctx));
     /* decode of saved codes == golden waveform */
     npy_array codes = {0}, wave = {0};
@@ -227,6 +236,57 @@ static void cancel_test(int n_threads) {
     npy_free(&wave);
     qtts_context_free(ctx);
     qtts_model_free(m);
+}
+
+/* The default overlap (-1, auto): with one thread every chunk is decoded on
+ * the calling thread; with two, the chunks after the first come from the
+ * lent worker; the same samples both ways. */
+static void auto_overlap_test(void) {
+    const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
+    float *pcm[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    int off[2] = {-1, -1}, calls[2] = {0, 0};
+    for (int t = 0; t < 2; t++) {
+        char err[1024];
+        qtts_model *m = NULL;
+        qtts_model_params mp = qtts_model_default_params();
+        mp.n_threads = t + 1;
+        if (qtts_model_load(&m, test_path("golden/data/custom_voice"), &mp, err, sizeof err)) {
+            test_report("pipeline/auto_overlap", 0, "%s", err);
+            return;
+        }
+        qtts_context *ctx = NULL;
+        qtts_context_new(m, NULL, &ctx);
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.text_ids = ids;
+        gp.n_text_ids = 8;
+        gp.newline_id = 10;
+        gp.speaker = "ryan";
+        gp.max_new_tokens = 24;
+        gp.seed = 3;
+        qtts_audio_params ap = qtts_audio_default_params();
+        ap.chunk_frames = 1;
+        collect c = {0};
+        c.caller = pthread_self();
+        if (!qtts_synthesize(ctx, &gp, &ap, on_audio, &c, NULL, NULL)) {
+            off[t] = c.off_thread;
+            calls[t] = c.calls;
+        }
+        pcm[t] = c.pcm;
+        n[t] = c.n;
+        qtts_context_free(ctx);
+        qtts_model_free(m);
+    }
+    test_report("pipeline/auto_overlap_default", qtts_audio_default_params().overlap == -1, "default %d",
+                qtts_audio_default_params().overlap);
+    test_report("pipeline/auto_overlap_one_thread_inline", off[0] == 0 && calls[0] >= 8, "%d of %d chunks off thread",
+                off[0], calls[0]);
+    test_report("pipeline/auto_overlap_two_threads_lent", off[1] >= 1 && calls[1] == calls[0],
+                "%d of %d chunks from another thread", off[1], calls[1]);
+    test_report("pipeline/auto_overlap_same_samples", n[0] == n[1] && n[0] && !memcmp(pcm[0], pcm[1], n[0] * 4),
+                "%zu vs %zu samples", n[0], n[1]);
+    free(pcm[0]);
+    free(pcm[1]);
 }
 
 typedef struct pieces_seen { int calls, n; char first[256]; } pieces_seen;
@@ -417,6 +477,7 @@ int main(void) {
     run_case("base_clone", 2);
     cancel_test(1);
     cancel_test(2);
+    auto_overlap_test();
     long_text_test();
     stats_test();
     return test_finish();

@@ -150,8 +150,9 @@ void bench_help(FILE *f) {
             "  -c, --chunk LIST        streaming chunk F/C: first chunk F frames, then C (N = N/N; default 1/4)\n"
             "      --mode LIST         text mode: default, streaming, non-streaming (default: default)\n"
             "      --decode LIST       where the codec decoder runs: inline (between frames on the calling\n"
-            "                          thread, the library default), worker (a thread beside generation),\n"
-            "                          none (no audio: generation alone) (default inline)\n"
+            "                          thread), worker (a model worker lent to the decoder beside generation:\n"
+            "                          the library default with 2+ threads), none (no audio: generation\n"
+            "                          alone) (default worker)\n"
             "  Cases and runs:\n"
             "      --cases LIST        case names, short, medium, long, clone, a language, or all (default all)\n"
             "      --frames N|auto|eos N frames per case, EOS ignored; auto = the case's typical length\n"
@@ -197,7 +198,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     o->out_dir = "bench-out";
     if (suite) o->quality_cases = "short_en,long_en";
     const char *models = NULL, *weights = NULL, *threads = NULL, *chunks = "1/4", *modes = "default",
-               *decodes = "inline",
+               *decodes = "worker",
                *cases = suite ? "short_en,short_zh,medium_de,long_en,clone_en" : "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
