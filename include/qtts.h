@@ -136,6 +136,21 @@ typedef struct qtts_model_info {
 
 void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
 
+/* Lend one of the model's worker threads to the caller, for a program that
+ * runs its own heavy work beside generation on as many cores as the model
+ * has threads (e.g. a server decoding audio on a thread of its own with
+ * qtts_context_audio_decode while another thread steps a batch): the worker
+ * parks, idle, until qtts_model_return_thread, so the program's thread and
+ * the model's threads do not oversubscribe the cores; generation meanwhile
+ * runs on the calling thread and the other workers, with the same results.
+ * Returns 1 when a worker was lent (it parks as soon as it finishes the task
+ * it may be running), 0 when there is none to lend: the model has one
+ * thread, a worker is already lent, or qtts_synthesize on this model has
+ * lent one to its decoder. Thread-safe. */
+int qtts_model_lend_thread(qtts_model *model);
+/* Give the lent worker back to the pool (no-op when none is lent). */
+void qtts_model_return_thread(qtts_model *model);
+
 /* Preset speakers (CustomVoice) and languages the checkpoint knows, in config
  * order. Languages exclude dialect entries and include "auto" first. */
 int qtts_model_n_speakers(const qtts_model *model);

@@ -330,9 +330,8 @@ static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, con
     pthread_mutex_lock(&s.mu);
     s.done = 1;
     pthread_cond_signal(&s.cv);
-    while (s.dec_running) pthread_cond_wait(&s.cv, &s.mu);
+    while (s.dec_running) pthread_cond_wait(&s.cv, &s.mu); /* decode_async touches s no more */
     pthread_mutex_unlock(&s.mu);
-    if (s.async) ops_async_wait(&m->ops);
     if (have_thread) pthread_join(th, NULL);
     else
         while (!s.st && s.n_frames > s.n_decoded) {

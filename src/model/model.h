@@ -12,6 +12,17 @@
 #include "model/text_tokenizer.h"
 #include "util/huge_arena.h"
 
+#include <pthread.h>
+
+/* A worker of the model's pool lent to the caller (src/model/lend.c). */
+typedef struct model_lend {
+    int init;            /* mu and cv initialised */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int lent;            /* 1 from qtts_model_lend_thread to qtts_model_return_thread (guarded) */
+    int parked;          /* the worker is inside park() (guarded) */
+} model_lend;
+
 struct qtts_model {
     char *dir;                 /* checkpoint folder */
     qtts_model_params params;
@@ -20,6 +31,7 @@ struct qtts_model {
     st_set st;                 /* model.safetensors (mmap) */
     huge_arena weights_arena;  /* the per-frame matrices, quantised or as stored (huge pages) */
     ops_ctx ops;
+    model_lend lend;           /* a pool worker parked for the caller */
     talker_weights talker;
     cp_weights cp;
     text_tokenizer *tok;       /* NULL when the folder has no tokenizer files */
@@ -37,6 +49,11 @@ struct qtts_model {
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
+
+/* Set up / tear down m->lend (model_lend_free waits for a lent worker to be
+ * returned; it is meant for qtts_model_free, after every caller is done). */
+int model_lend_init(model_lend *l);
+void model_lend_free(model_lend *l);
 
 /* Send a formatted message to the model's log callback (if any). */
 void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...)

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,6 +290,86 @@ static void auto_overlap_test(void) {
     free(pcm[1]);
 }
 
+typedef struct lender {
+    qtts_model *m;
+    int cycles, lent;
+} lender;
+
+static void *lender_main(void *arg) {
+    lender *l = arg;
+    for (int i = 0; i < l->cycles; i++) {
+        if (qtts_model_lend_thread(l->m)) {
+            l->lent++;
+            sched_yield();
+            qtts_model_return_thread(l->m);
+        }
+    }
+    return NULL;
+}
+
+/* qtts_model_lend_thread: 1 on a model with a worker, 0 on one thread or
+ * when one is lent; synthesis while a worker is lent (and while another
+ * thread lends and returns one over and over) gives the same samples; a
+ * model freed with a worker still lent does not hang. */
+static void lend_test(void) {
+    const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
+    float *ref = NULL;
+    size_t n_ref = 0;
+    for (int t = 1; t <= 2; t++) {
+        char err[1024];
+        qtts_model *m = NULL;
+        qtts_model_params mp = qtts_model_default_params();
+        mp.n_threads = t;
+        if (qtts_model_load(&m, test_path("golden/data/custom_voice"), &mp, err, sizeof err)) {
+            test_report("pipeline/lend", 0, "%s", err);
+            return;
+        }
+        qtts_context *ctx = NULL;
+        qtts_context_new(m, NULL, &ctx);
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.text_ids = ids;
+        gp.n_text_ids = 8;
+        gp.newline_id = 10;
+        gp.speaker = "ryan";
+        gp.max_new_tokens = 20;
+        gp.seed = 5;
+        if (t == 1) {
+            test_report("pipeline/lend_one_thread_none", qtts_model_lend_thread(m) == 0, "lent a thread of a 1-thread model");
+            qtts_model_return_thread(m);
+            qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &ref, &n_ref);
+        } else {
+            const int a = qtts_model_lend_thread(m), b = qtts_model_lend_thread(m);
+            float *pcm = NULL;
+            size_t n = 0;
+            qtts_status s1 = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
+            qtts_model_return_thread(m);
+            const int c = qtts_model_lend_thread(m);
+            qtts_model_return_thread(m);
+            test_report("pipeline/lend_once", a == 1 && b == 0 && c == 1, "lend %d, again %d, after return %d", a, b, c);
+            test_report("pipeline/lend_same_samples", !s1 && n == n_ref && n && !memcmp(pcm, ref, n * 4),
+                        "status %d, %zu vs %zu samples", s1, n, n_ref);
+            free(pcm);
+            /* another thread lends and returns while this one synthesises (with overlap) */
+            lender l = {m, 20000, 0};
+            pthread_t th;
+            const int started = pthread_create(&th, NULL, lender_main, &l) == 0;
+            pcm = NULL;
+            s1 = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
+            if (started) pthread_join(th, NULL);
+            test_report("pipeline/lend_concurrent_same_samples",
+                        started && l.lent > 0 && !s1 && n == n_ref && !memcmp(pcm, ref, n * 4),
+                        "lent %d times, status %d, %zu vs %zu samples", l.lent, s1, n, n_ref);
+            free(pcm);
+            test_report("pipeline/lend_after_churn", qtts_model_lend_thread(m) == 1, "no worker to lend");
+            /* left lent: qtts_model_free must still return */
+        }
+        qtts_context_free(ctx);
+        qtts_model_free(m);
+    }
+    test_report("pipeline/lend_free_while_lent", 1, "qtts_model_free returned");
+    free(ref);
+}
+
 typedef struct pieces_seen { int calls, n; char first[256]; } pieces_seen;
 static int on_piece(int i, int n, const char *text, void *u) {
     pieces_seen *p = u;
@@ -478,6 +559,7 @@ int main(void) {
     cancel_test(1);
     cancel_test(2);
     auto_overlap_test();
+    lend_test();
     long_text_test();
     stats_test();
     return test_finish();

@@ -837,6 +837,19 @@ static void async_fn(void *arg) {
     atomic_fetch_sub(&a->inside, 1);
 }
 
+typedef struct async_poster {
+    threadpool *p;
+    async_probe *a;
+    int n;
+} async_poster;
+
+static void *async_post_main(void *arg) {
+    async_poster *ap = arg;
+    for (int i = 0; i < ap->n; i++)
+        while (!threadpool_async(ap->p, async_fn, ap->a)) sched_yield();
+    return NULL;
+}
+
 /* threadpool_async: one worker runs the function while the caller's jobs go
  * on without it (on the caller alone in a pool of two), every task once;
  * posts are serialised; a sleeping worker still takes one; no workers: 0. */
@@ -865,8 +878,9 @@ static void test_pool_async(void) {
     /* many posts between jobs: each runs once, never two at a time */
     memset(&a, 0, sizeof a);
     int counts_ok = 1, total = 0;
+    int refused = 0;
     for (int r = 0; r < 3000; r++) {
-        counts_ok &= threadpool_async(p, async_fn, &a);
+        while (!threadpool_async(p, async_fn, &a)) refused++; /* the previous one is still running */
         memset(&pr, 0, sizeof pr);
         threadpool_run(p, probe_task, &pr, 1 + r % 5);
         counts_ok &= pr.calls == 1 + r % 5 && !pr.bad;
@@ -875,6 +889,27 @@ static void test_pool_async(void) {
     threadpool_async_wait(p);
     CHECK("pool_async_each_once", counts_ok && a.runs == total && !a.overlapped, "%d runs of %d posts, overlap %d",
           (int)a.runs, total, (int)a.overlapped);
+    /* two threads posting at once (neither the pool's caller): every accepted post runs once */
+    memset(&a, 0, sizeof a);
+    async_poster ps[2] = {{p, &a, 1500}, {p, &a, 1500}};
+    pthread_t pt[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++) started += pthread_create(&pt[i], NULL, async_post_main, &ps[i]) == 0;
+    for (int i = 0; i < started; i++) pthread_join(pt[i], NULL);
+    threadpool_async_wait(p);
+    CHECK("pool_async_two_posters", started == 2 && a.runs == 3000 && !a.overlapped, "%d runs of 3000, overlap %d",
+          (int)a.runs, (int)a.overlapped);
+    /* a second post while one runs is refused, and taken once it has returned */
+    memset(&a, 0, sizeof a);
+    atomic_store(&a.hold, 1);
+    const int first = threadpool_async(p, async_fn, &a), second = threadpool_async(p, async_fn, &a);
+    atomic_store(&a.hold, 0);
+    threadpool_async_wait(p);
+    const int third = threadpool_async(p, async_fn, &a);
+    threadpool_async_wait(p);
+    CHECK("pool_async_busy_refused", first == 1 && second == 0 && third == 1 && a.runs == 2, "posts %d %d %d, runs %d",
+          first, second, third, (int)a.runs);
+    (void)refused;
     /* after the worker went to sleep */
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);

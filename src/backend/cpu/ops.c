@@ -405,11 +405,7 @@ void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int),
 /* ------------------------------------------------------------ attention */
 
 int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg) {
-    struct ops_rt *rt = c ? c->rt : NULL;
-    if (!rt_acquire(rt)) return 0; /* no workers, or another thread is posting on this pool */
-    const int ok = threadpool_async(rt->pool, fn, arg);
-    rt_release(rt);
-    return ok;
+    return c && c->rt ? threadpool_async(c->rt->pool, fn, arg) : 0;
 }
 
 void ops_async_wait(const ops_ctx *c) {

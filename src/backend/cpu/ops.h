@@ -211,7 +211,8 @@ void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), v
 /* Run fn(arg) on one of the context's worker threads while the caller goes
  * on (threadpool_async): ops calls meanwhile use the caller and the other
  * workers. fn must not use this context's pool. Returns 0 (nothing started)
- * when the context has no workers. ops_async_wait returns once fn has. */
+ * when the context has no workers or an async function is still running
+ * (any thread may post). ops_async_wait returns once fn has. */
 int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg);
 void ops_async_wait(const ops_ctx *c);
 

@@ -11,7 +11,8 @@
  * ctl under the mutex before waiting; the caller stores ctl (seq_cst) and then
  * reads sleepers (seq_cst): one of the two sees the other's store, so no
  * wake-up is lost. An async function (threadpool_async) is a second thing a
- * worker waits for: astate goes IDLE -> PENDING (the caller, seq_cst, after
+ * worker waits for: astate goes IDLE -> CLAIMED (the poster that wins the
+ * CAS, so any thread may post) -> PENDING (that poster, seq_cst, after
  * writing afn/aarg, then the same sleepers check) -> RUNNING (the worker
  * that wins the CAS, acquire) -> IDLE (that worker, release, when fn
  * returns). */
@@ -30,7 +31,7 @@
 #define QT_POOL_WAIT_SPIN_US 50
 
 #define CTL_CLOSED ((uint64_t)1 << 31)
-enum { ASYNC_IDLE, ASYNC_PENDING, ASYNC_RUNNING };
+enum { ASYNC_IDLE, ASYNC_CLAIMED, ASYNC_PENDING, ASYNC_RUNNING };
 #define CTL_JOINED_MASK (CTL_CLOSED - 1)
 
 static inline void cpu_relax(void) {
@@ -198,7 +199,8 @@ void threadpool_async_wait(threadpool *p) {
 
 int threadpool_async(threadpool *p, void (*fn)(void *arg), void *arg) {
     if (!p || p->n_threads < 2 || !fn) return 0;
-    threadpool_async_wait(p);
+    int expect = ASYNC_IDLE;
+    if (!atomic_compare_exchange_strong(&p->astate, &expect, ASYNC_CLAIMED)) return 0; /* one is lent already */
     p->afn = fn;
     p->aarg = arg;
     atomic_store(&p->astate, ASYNC_PENDING); /* seq_cst */

@@ -31,9 +31,9 @@ void threadpool_run(threadpool *p, tp_task_fn fn, void *arg, int n_tasks);
 /* Hand fn(arg) to one worker, which runs it instead of joining jobs until it
  * returns, while the caller goes on; jobs run meanwhile on the caller and
  * the other workers (on the caller alone in a pool of two). One async
- * function at a time: if the previous one has not returned yet, this waits
- * for it first. Only the pool's caller posts. Returns 0 (nothing started)
- * when the pool has no workers (NULL). */
+ * function at a time; any thread may post. Returns 1 when fn was handed
+ * over, 0 (nothing started) when the pool has no workers (NULL) or the
+ * previous async function has not returned yet. */
 int threadpool_async(threadpool *p, void (*fn)(void *arg), void *arg);
 
 /* Wait until the async function, if any, has returned. */
