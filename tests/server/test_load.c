@@ -262,15 +262,27 @@ static void *decode_mode_one(void *arg) {
 }
 
 /* The same concurrent requests give the same bytes whether frames are decoded
- * on the engine thread (0), one worker (1) or two workers (2). */
-static void decode_modes(qtts_model *m) {
+ * on the engine thread (0), one worker (1) or two workers (2), or (3) by one
+ * worker that borrows a thread of a two-thread model while it decodes. */
+static void decode_modes(qtts_model *m, const char *dir) {
     unsigned char *ref[4] = {0};
     size_t nref[4] = {0};
-    for (int mode = 1; mode >= 0; mode = mode == 1 ? 2 : mode == 2 ? 0 : -1) {
+    qtts_model *m2 = NULL;
+    for (int mode = 1; mode >= 0; mode = mode == 1 ? 2 : mode == 2 ? 0 : mode == 0 ? 3 : -1) {
         server_config cfg = test_config();
-        cfg.decode_threads = mode;
-        server *s = start_server(m, &cfg);
-        if (!s) return;
+        cfg.decode_threads = mode == 3 ? 1 : mode;
+        if (mode == 3) {
+            char err[1024];
+            qtts_model_params mp = qtts_model_default_params();
+            mp.n_threads = 2;
+            if (qtts_model_load(&m2, dir, &mp, err, sizeof err)) {
+                CHECK("decode_modes/load_two_threads", 0, "%s", err);
+                break;
+            }
+            cfg.lend_thread = 1;
+        }
+        server *s = start_server(mode == 3 ? m2 : m, &cfg);
+        if (!s) break;
         pair p[4];
         pthread_t th[4];
         for (int i = 0; i < 4; i++) {
@@ -293,10 +305,18 @@ static void decode_modes(qtts_model *m) {
             http_result_free(&p[i].r);
         }
         char tn[64];
-        snprintf(tn, sizeof tn, mode == 1 ? "decode_modes/one_worker_ok" : "decode_modes/%d_threads_same_bytes", mode);
+        if (mode == 3) snprintf(tn, sizeof tn, "decode_modes/lent_thread_same_bytes");
+        else snprintf(tn, sizeof tn, mode == 1 ? "decode_modes/one_worker_ok" : "decode_modes/%d_threads_same_bytes", mode);
         CHECK(tn, same, "a response differs from the one-worker run");
         server_stop(s);
+        if (mode == 3) {
+            /* the worker gave the thread back once its queue was empty */
+            const int again = qtts_model_lend_thread(m2);
+            qtts_model_return_thread(m2);
+            CHECK("decode_modes/lent_thread_returned", again == 1, "the model's worker is still lent");
+        }
     }
+    qtts_model_free(m2);
     for (int i = 0; i < 4; i++) free(ref[i]);
 }
 
@@ -374,7 +394,7 @@ int main(void) {
         server_stop(s);
     }
     timeouts(m);
-    decode_modes(m);
+    decode_modes(m, test_path("golden/data/e2e_string"));
     connection_limit(m);
     qtts_model_free(m);
     return test_finish();

@@ -47,6 +47,10 @@ static void usage(void) {
         "  --decode-threads N         codec decode workers beside generation; 0 = decode on the engine\n"
         "                             thread between steps, on all of --threads (default: the CPUs that\n"
         "                             --threads leaves free, 0 when it takes them all)\n"
+        "  --lend-thread 0|1          1 = a decode worker with chunks to decode takes one of the model's\n"
+        "                             threads out of its pool meanwhile, so the two do not oversubscribe\n"
+        "                             the cores (default: 1 when --threads and --decode-threads together\n"
+        "                             exceed the CPUs)\n"
         "  --no-warmup                ready at once, without a warm-up generation\n"
         "other:\n"
         "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
@@ -82,6 +86,7 @@ int main(int argc, char **argv) {
     if (n_threads < 1) n_threads = 1;
     const long n_cpus = n_threads;
     cfg.decode_threads = -1; /* auto, resolved once --threads is known */
+    long lend = -1;          /* auto, the same */
     const char *env_key = getenv("QTTS_API_KEY");
     if (env_key && *env_key) cfg.api_key = env_key;
     char model_name[256] = "";
@@ -147,6 +152,7 @@ int main(int argc, char **argv) {
         INT_OPT("--chunk-frames", 1, 64, cfg.chunk_frames)
         INT_OPT("--drain", 0, 3600, cfg.drain_s)
         INT_OPT("--decode-threads", 0, 64, cfg.decode_threads)
+        INT_OPT("--lend-thread", 0, 1, lend)
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }
@@ -155,6 +161,7 @@ int main(int argc, char **argv) {
      * them measured faster end to end and to the first audio on 2 cores
      * (docs/BENCH.md, "Server"). */
     if (cfg.decode_threads < 0) cfg.decode_threads = n_cpus > n_threads ? (int)(n_cpus - n_threads) : 0;
+    cfg.lend_thread = lend >= 0 ? (int)lend : cfg.decode_threads > 0 && n_threads + cfg.decode_threads > n_cpus;
     if (!model_dir) {
         fprintf(stderr, "qtts-server: --model DIR is required (see --help)\n");
         return 2;

@@ -400,16 +400,33 @@ static void run_task(dworker *w, dtask *t, int nested) {
     if (allocated) free(t);
 }
 
+/* With lend_thread, a worker that has chunks to decode holds one of the
+ * model's pool threads (parked) until its queue is empty, so the engine's
+ * steps and this thread share the cores instead of oversubscribing them. */
 static void *worker_main(void *arg) {
     dworker *w = arg;
+    qtts_model *m = w->s->model;
+    int lent = 0;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        dtask *t;
-        while (!(t = pop(w, 0)) && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
+        dtask *t = pop(w, 0);
+        if (!t && lent) { /* nothing queued: give the thread back before waiting */
+            pthread_mutex_unlock(&w->mu);
+            qtts_model_return_thread(m);
+            lent = 0;
+            continue;
+        }
+        while (!t && !w->stop) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            t = pop(w, 0);
+        }
         pthread_mutex_unlock(&w->mu);
-        if (!t) return NULL; /* stopping and nothing left */
+        if (!t) break; /* stopping and nothing left */
+        if (w->s->p.lend_thread && !lent) lent = qtts_model_lend_thread(m);
         run_task(w, t, 0);
     }
+    if (lent) qtts_model_return_thread(m);
+    return NULL;
 }
 
 /* ---------------------------------------------------------------- engine */

@@ -38,6 +38,8 @@ typedef struct sched_params {
     int n_ctx;              /* context positions per slot; 0 = model maximum */
     int warmup;             /* run a short generation before sched_ready */
     int decode_threads;     /* decode workers; 0 = decode inline on the engine thread after each step */
+    int lend_thread;        /* 1 = a worker with chunks queued borrows a model thread (qtts_model_lend_thread)
+                               until its queue is empty */
     sched_hooks hooks;      /* all NULL: none */
 } sched_params;
 

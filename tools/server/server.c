@@ -109,13 +109,15 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
         char info[512];
         snprintf(info, sizeof info,
                  "model=\"%s\",type=\"%s\",size=\"%s\",checkpoint_dtype=\"%s\",talker=\"%s\",predictor=\"%s\","
-                 "kernels=\"%s\",threads=\"%d\",slots=\"%d\",decode_threads=\"%d\"",
+                 "kernels=\"%s\",threads=\"%d\",slots=\"%d\",decode_threads=\"%d\",lend_thread=\"%d\"",
                  cfg->model_name, s->info.type_name, s->info.size_name, s->info.weight_dtype, s->info.talker_format,
-                 s->info.predictor_format, s->info.kernels, s->info.n_threads, cfg->n_slots, cfg->decode_threads);
+                 s->info.predictor_format, s->info.kernels, s->info.n_threads, cfg->n_slots, cfg->decode_threads,
+                 cfg->lend_thread);
         metrics_set_info(s->mx, info);
     }
     sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
-                       .warmup = cfg->warmup, .decode_threads = cfg->decode_threads};
+                       .warmup = cfg->warmup, .decode_threads = cfg->decode_threads,
+                       .lend_thread = cfg->lend_thread};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {

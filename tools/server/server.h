@@ -42,6 +42,10 @@ typedef struct server_config {
     int warmup;                 /* 1 = run a short generation before /ready says ready; default 1 */
     int decode_threads;         /* codec decode workers beside the engine thread (slot i -> worker i mod N);
                                    0 = decode on the engine thread between steps; default 1 */
+    int lend_thread;            /* 1 = a decode worker with chunks to decode takes one of the model's
+                                   worker threads out of the pool until its queue is empty
+                                   (qtts_model_lend_thread), so decoding beside generation does not
+                                   oversubscribe the cores; default 0 */
     int drain_s;                /* on stop: seconds running requests may take to finish; default 5 */
     int verbose;                /* 0 = warnings and errors, 1 = + one line per request, 2 = + debug */
 } server_config;
