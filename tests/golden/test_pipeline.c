@@ -9,6 +9,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,12 +293,13 @@ static void auto_overlap_test(void) {
 
 typedef struct lender {
     qtts_model *m;
-    int cycles, lent;
+    atomic_int done; /* the synthesis finished */
+    int lent;
 } lender;
 
 static void *lender_main(void *arg) {
     lender *l = arg;
-    for (int i = 0; i < l->cycles; i++) {
+    while (!atomic_load(&l->done)) {
         if (qtts_model_lend_thread(l->m)) {
             l->lent++;
             sched_yield();
@@ -308,8 +310,9 @@ static void *lender_main(void *arg) {
 }
 
 /* qtts_model_lend_thread: 1 on a model with a worker, 0 on one thread or
- * when one is lent; synthesis while a worker is lent (and while another
- * thread lends and returns one over and over) gives the same samples; a
+ * when one is lent; synthesis while a worker is lent (overlap then finds no
+ * worker to lend and decodes inline), and while another thread lends and
+ * returns one over and over, gives the same samples; a
  * model freed with a worker still lent does not hang. */
 static void lend_test(void) {
     const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
@@ -349,12 +352,16 @@ static void lend_test(void) {
             test_report("pipeline/lend_same_samples", !s1 && n == n_ref && n && !memcmp(pcm, ref, n * 4),
                         "status %d, %zu vs %zu samples", s1, n, n_ref);
             free(pcm);
-            /* another thread lends and returns while this one synthesises (with overlap) */
-            lender l = {m, 20000, 0};
+            /* another thread lends and returns a worker over and over while this one
+             * synthesises (decoding inline, so the pool's one async slot is free to lend) */
+            lender l = {m, 0, 0};
             pthread_t th;
             const int started = pthread_create(&th, NULL, lender_main, &l) == 0;
+            qtts_audio_params ap = qtts_audio_default_params();
+            ap.overlap = 0;
             pcm = NULL;
-            s1 = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
+            s1 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
+            atomic_store(&l.done, 1);
             if (started) pthread_join(th, NULL);
             test_report("pipeline/lend_concurrent_same_samples",
                         started && l.lent > 0 && !s1 && n == n_ref && !memcmp(pcm, ref, n * 4),
