@@ -407,8 +407,9 @@ typedef struct qtts_audio_params {
                                other workers go on generating (a model without workers: by a
                                thread of its own); the first chunk and the chunks left when
                                generation ends are decoded on all threads. The same samples
-                               either way. Default -1 (docs/BENCH.md: on 2 cores lending a
-                               worker lowered the real-time factor 5-20 %, first audio the same) */
+                               either way. Default -1 (docs/BENCH.md, tenth pass: on 2 cores
+                               lending a worker lowered the real-time factor 13-16 % with int8
+                               and int4 weights, BF16 within its spread; first audio the same) */
     qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
                                return non-zero to stop; default NULL */
     void *frame_user;       /* passed to on_frame; default NULL */

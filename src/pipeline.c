@@ -187,7 +187,7 @@ static int on_frame_async(synth *s) {
     if (stop) return 1;
     if (lend) {
         if (ops_async(&m->ops, decode_async, s)) return 0;
-        pthread_mutex_lock(&s->mu); /* the pool is in use by another thread: decode here */
+        pthread_mutex_lock(&s->mu); /* the worker is lent elsewhere (qtts_model_lend_thread): decode here */
         s->dec_running = 0;
         pthread_mutex_unlock(&s->mu);
     }

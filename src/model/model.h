@@ -50,8 +50,8 @@ struct qtts_model {
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
 
-/* Set up / tear down m->lend (model_lend_free waits for a lent worker to be
- * returned; it is meant for qtts_model_free, after every caller is done). */
+/* Set up / tear down m->lend (model_lend_free only after the pool is gone:
+ * qtts_model_free returns the worker, joins the pool, then frees this). */
 int model_lend_init(model_lend *l);
 void model_lend_free(model_lend *l);
 

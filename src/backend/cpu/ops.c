@@ -408,10 +408,6 @@ int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg) {
     return c && c->rt ? threadpool_async(c->rt->pool, fn, arg) : 0;
 }
 
-void ops_async_wait(const ops_ctx *c) {
-    if (c && c->rt) threadpool_async_wait(c->rt->pool);
-}
-
 void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), void *arg, int n_tasks) {
     struct ops_rt *rt = c ? c->rt : NULL;
     if (n_tasks > 1 && rt_acquire(rt)) {

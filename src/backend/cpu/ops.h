@@ -212,9 +212,8 @@ void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), v
  * on (threadpool_async): ops calls meanwhile use the caller and the other
  * workers. fn must not use this context's pool. Returns 0 (nothing started)
  * when the context has no workers or an async function is still running
- * (any thread may post). ops_async_wait returns once fn has. */
+ * (any thread may post). */
 int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg);
-void ops_async_wait(const ops_ctx *c);
 
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out);

@@ -31,8 +31,8 @@
 #define QT_POOL_WAIT_SPIN_US 50
 
 #define CTL_CLOSED ((uint64_t)1 << 31)
-enum { ASYNC_IDLE, ASYNC_CLAIMED, ASYNC_PENDING, ASYNC_RUNNING };
 #define CTL_JOINED_MASK (CTL_CLOSED - 1)
+enum { ASYNC_IDLE, ASYNC_CLAIMED, ASYNC_PENDING, ASYNC_RUNNING };
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
