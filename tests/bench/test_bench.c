@@ -434,13 +434,16 @@ static void test_decode_placements(void) {
     qtts_model_free(m);
 }
 
-static int run_decode_bench(const char *decode) {
+static int run_decode_bench_probe(const char *decode, const char *run_mib) {
     char *argv[] = {"run", "-m", (char *)tmp("cv5"), "--frames", "4", "-r", "1", "--cases", "short_en",
                     "-c", "2", "-t", "1", "-o", "none", "-q", "--decode", (char *)decode, "--bw-mib", "64",
+                    "--bw-run-mib", (char *)run_mib,
                     "--json", (char *)tmp("d.json"), "--csv", (char *)tmp("d.csv"), "--md", (char *)tmp("d.md"),
                     "--plot", (char *)tmp("d.svg")};
     return cmd_run((int)(sizeof argv / sizeof argv[0]), argv);
 }
+
+static int run_decode_bench(const char *decode) { return run_decode_bench_probe(decode, "64"); }
 
 static int jnull(json_t *o, const char *k) { return json_is_null(json_object_get(o, k)); }
 static double jnum_of(json_t *o, const char *k) {
@@ -452,6 +455,10 @@ static double jnum_of(json_t *o, const char *k) {
 static void test_decode_option(void) {
     CHECK("--decode: an unknown placement is a usage error", run_decode_bench("inline,sideways") == 2, "not refused");
     CHECK("--decode: an empty list is a usage error", run_decode_bench("") == 2, "not refused");
+    CHECK("--bw-run-mib: a buffer the caches could hold, or junk, is a usage error",
+          run_decode_bench_probe("none", "16") == 2 && run_decode_bench_probe("none", "64x") == 2 &&
+              run_decode_bench_probe("none", "-1") == 2,
+          "not refused");
     const int rc = run_decode_bench("inline,worker,none");
     CHECK("--decode inline,worker,none runs", rc == 0, "rc %d", rc);
     if (rc) return;
@@ -481,6 +488,17 @@ static void test_decode_option(void) {
               jnull(rno, "decode_ms") && jnull(rno, "decode_ms_per_frame") && jnull(rno, "n_chunks") &&
               jnull(rno, "audio_rms") && jnull(rno, "underruns") && jnull(rno, "viability"),
           "fields wrong");
+    /* every run's roofline is against the probes made around it, not the opening one */
+    int probed = 1;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) { /* the measured run and the cold one */
+            json_t *r = json_array_get(recs, (size_t)i);
+            json_t *m = k ? json_object_get(r, "cold") : json_array_get(json_object_get(r, "runs"), 0);
+            const double pg = jnum_of(m, "probe_gbps"), g = jnum_of(m, "gbps"), rl = jnum_of(m, "roofline");
+            if (!(pg > 0 && g > 0 && fabs(rl - g / pg) < 1e-4 * rl)) probed = 0; /* JSON keeps 6 digits */
+        }
+    CHECK("JSON: each run's roofline = GB/s / the mean of the probes around it (--bw-run-mib)",
+          probed && jnum_of(json_object_get(j, "machine"), "bandwidth_run_probe_mib") == 64, "not per run");
     CHECK("JSON: decode inline has the audio fields",
           rin && jnum_of(rin, "ttfa_ms") > 0 && jnum_of(rin, "decode_ms_per_frame") > 0 && jnum_of(rin, "n_chunks") == 2,
           "fields missing");
@@ -494,7 +512,8 @@ static void test_decode_option(void) {
               strstr(md, "| default | inline | short_en |") && strstr(md, "| default | worker | short_en |") &&
               strstr(md, "| default | none | short_en |") && strstr(md, bw_method_name(bw_method_best())) &&
               strstr(md, "| weights in use | cv5 native: ") && strstr(md, "RSS/weights = peak RSS bytes") &&
-              strstr(md, "none calls qtts_generate_codes"),
+              strstr(md, "none calls qtts_generate_codes") && strstr(md, " probe GB/s |") &&
+              strstr(md, "| roofline denominator | per run: probes of 64 MiB"),
           "content missing");
     CHECK("CSV: decode column, weights in use and rss_over_weights",
           csv && strstr(csv, ",mode,decode,case,") && strstr(csv, ",weights_in_use_mib") &&

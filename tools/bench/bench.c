@@ -82,6 +82,7 @@ typedef struct bench_opts {
     const char *out_path;   /* -o file for the chosen format */
     const char *json_path, *csv_path, *md_path, *plot_path;
     double bw_mib;
+    double bw_run_mib;  /* probes around every run; 0 = off */
     int quiet;
     /* suite */
     const char *out_dir;
@@ -160,7 +161,10 @@ void bench_help(FILE *f) {
             "  -r, --reps N            measured runs after the cold run (default 5; fewer is flagged)\n"
             "      --cold-per-case     a cold run before every case (default: before the first case only)\n"
             "      --seed N            seed (default 1234); --sample to sample instead of greedy decoding\n"
-            "      --bw-mib N          buffer of the bandwidth measurement (default 1024 MiB)\n"
+            "      --bw-mib N          buffer of the opening bandwidth measurement (default 1024 MiB)\n"
+            "      --bw-run-mib N      buffer of the probes right before and after every run, whose mean is\n"
+            "                          the run's roofline denominator (default 256 MiB; 0 = off: the opening\n"
+            "                          measurement)\n"
             "      --no-huge-pages     load with qtts_model_params.huge_pages = 0: stored weights read in place\n"
             "                          (4 KiB pages) instead of copied into 2 MiB pages (an A/B of the two)\n"
             "  Output:\n"
@@ -194,6 +198,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
     o->greedy = 1;
     o->out_fmt = "md";
     o->bw_mib = 1024;
+    o->bw_run_mib = 256;
     o->ref_weights = "native";
     o->out_dir = "bench-out";
     if (suite) o->quality_cases = "short_en,long_en";
@@ -239,6 +244,14 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("--md", "--md")) o->md_path = v;
         else if (OPT("--plot", "--plot")) o->plot_path = v;
         else if (OPT("--bw-mib", "--bw-mib")) o->bw_mib = atof(v);
+        else if (OPT("--bw-run-mib", "--bw-run-mib")) {
+            char *end;
+            o->bw_run_mib = strtod(v, &end);
+            if (*end || !(o->bw_run_mib == 0 || (o->bw_run_mib >= 64 && o->bw_run_mib <= 65536))) {
+                fprintf(stderr, "qtts-bench: --bw-run-mib takes 0 (off) or 64..65536 (larger than the caches)\n");
+                return -1;
+            }
+        }
         else if (OPT("--out", "--out-dir")) o->out_dir = v;
         else if (OPT("--asr-cmd", "--asr-cmd")) o->asr_cmd = v;
         else if (OPT("--ref", "--ref")) o->ref_weights = v;
@@ -403,8 +416,17 @@ static int case_frames(const bench_opts *o, const bench_case *c) {
     return o->frames < 0 ? c->frames : o->frames;
 }
 
+/* One probe beside a run: best of 3 passes over a fresh bw_run_mib buffer,
+ * freed before the run so it is not in the run's RSS; NaN when off. */
+static double probe_around(const bench_opts *o, int n_threads) {
+    if (o->bw_run_mib <= 0) return NAN;
+    const double g = measure_read_bandwidth((size_t)(o->bw_run_mib * 1048576.0), n_threads, 3, bw_method_best());
+    return g > 0 ? g : NAN;
+}
+
 /* Runs the speed arm into r (records appended). Returns 0, or -1 when no
  * configuration could run at all. */
+
 static int run_speed(const bench_opts *o, bench_report *r) {
     int any_ok = 0;
     for (int mi = 0; mi < o->n_models; mi++) {
@@ -502,7 +524,13 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                     rq.greedy = o->greedy;
                     rq.voice = c->clone ? l->voice_icl : l->voice_x;
                     run_output out;
+                    /* the run's own denominator: probes in the same minute as the run (on a
+                     * shared host the bandwidth moves within minutes, so the opening probe
+                     * can be from another regime than a run made later) */
+                    const double bw_before = probe_around(o, cfg[j].n_threads);
                     bench_run_once(l->model, &cfg[j], &rq, rec->bw_gbps, &out);
+                    if (o->bw_run_mib > 0 && !out.m.status)
+                        run_set_probe(&out.m, (bw_before + probe_around(o, cfg[j].n_threads)) / 2);
                     if (out.m.status) {
                         snprintf(rec->error, sizeof rec->error, "%.240s", out.err);
                         fprintf(stderr, "qtts-bench: %s %s: %s\n", rec->model_name, c->name, out.err);
@@ -537,6 +565,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
 static void measure_bw(const bench_opts *o, bench_report *r) {
     const bw_method method = bw_method_best();
     r->bw_buffer_mib = o->bw_mib;
+    r->bw_run_mib = o->bw_run_mib;
     snprintf(r->bw_method, sizeof r->bw_method, "%s", bw_method_name(method));
     for (int i = 0; i < o->n_threads && r->n_bw < BENCH_MAX_LIST; i++) {
         int dup = 0;

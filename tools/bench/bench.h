@@ -172,7 +172,10 @@ typedef struct run_metrics {
     double peak_rss_mib;
     double rss_over_weights; /* peak RSS bytes / qtts_model_info.weight_bytes_in_use */
     double gbps;             /* (talker + predictor bytes) per frame / LM time per frame */
-    double roofline;         /* gbps / measured read bandwidth */
+    double roofline;         /* gbps / measured read bandwidth: probe_gbps when measured, else
+                                the process's opening probe */
+    double probe_gbps;       /* read bandwidth probed right before and right after this run
+                                (their mean); NaN when per-run probing is off */
     double mhz_mean, mhz_min, mhz_max;
     double audio_rms, audio_peak; /* of the delivered PCM: a sanity check of the output level */
     double nonfinite;        /* NaN/Inf samples delivered (must be 0) */
@@ -230,6 +233,9 @@ typedef struct run_output {
 int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request *rq, double bw_gbps,
                    run_output *out);
 void run_output_free(run_output *o);
+/* Record the bandwidth probed around a run (mean of the probes before and
+ * after it) and measure the run's roofline against it. */
+void run_set_probe(run_metrics *m, double probe_gbps);
 /* Fill gen params for a case on this model (speaker/instruct/voice). */
 void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp);
 
@@ -293,6 +299,8 @@ typedef struct bench_report {
     int n_bw;
     double bw_buffer_mib;
     char bw_method[32];       /* read loop of the probe: bw_method_name() */
+    double bw_run_mib;        /* buffer of the probes around every run; 0 = none (roofline against
+                                 the opening probe) */
     int frames_mode;          /* > 0 forced N, -1 auto (per-case typical length), 0 until EOS */
     int reps;
     uint64_t seed;

@@ -32,6 +32,7 @@ const metric_desc bench_metrics[] = {
     M("rss_over_weights", "RSS/weights", rss_over_weights, 1, "%.2f"),
     M("gbps", "GB/s", gbps, 0, "%.1f"),
     M("roofline", "roofline", roofline, 0, "%.2f"),
+    M("probe_gbps", "probe GB/s", probe_gbps, -1, "%.1f"),
     M("mhz_mean", "MHz", mhz_mean, -1, "%.0f"),
     M("mhz_min", "MHz min", mhz_min, -1, "%.0f"),
     M("mhz_max", "MHz max", mhz_max, -1, "%.0f"),
@@ -88,8 +89,10 @@ static const char *definitions =
     "wall / (frames x 0.08 s), and its TTFA, cadence and decode columns are empty. Phases (library stats): "
     "prefill ms; talker, code predictor (CP) and codec decode ms per frame. GB/s = talker + code-predictor "
     "weight bytes read per frame / (talker + CP time per frame), on the none rows with nothing else running; "
-    "roofline = GB/s / read bandwidth measured in the same run with the widest vector loads the CPU has (1.0 = "
-    "the bandwidth floor). Peak RSS = VmHWM of the process, reset before each run (includes the resident "
+    "roofline = GB/s / read bandwidth with the widest vector loads the CPU has (1.0 = the bandwidth floor), "
+    "per run against probe GB/s: the mean of two probes (best of 3 passes over a buffer larger than the caches, "
+    "all the run's threads) made right before and right after that run, so numerator and denominator come from "
+    "the same minute on a shared host (with --bw-run-mib 0, against the opening read bandwidth line). Peak RSS = VmHWM of the process, reset before each run (includes the resident "
     "memory-mapped weights). RSS/weights = peak RSS bytes / weights in use (qtts_model_info.weight_bytes_in_use: "
     "the weights synthesis reads, each counted once in its in-memory format, codec decoder included, text "
     "embedding table not); near 1 means the process holds little beyond the weights it needs. The reset lowers "
@@ -140,6 +143,7 @@ static const char *md_cols[] = {"rtf",
                                 "rss_over_weights",
                                 "gbps",
                                 "roofline",
+                                "probe_gbps",
                                 "mhz_mean"};
 #define N_MD_COLS ((int)(sizeof md_cols / sizeof md_cols[0]))
 
@@ -173,6 +177,12 @@ static void write_md(const bench_report *r, FILE *f) {
                 r->bw_threads[i] == 1 ? "" : "s");
     fprintf(f, " (%.0f MiB buffer, %s, best of 5) |\n", r->bw_buffer_mib,
             r->bw_method[0] ? r->bw_method : "read loop not recorded");
+    if (r->bw_run_mib > 0)
+        fprintf(f, "| roofline denominator | per run: probes of %.0f MiB (best of 3) right before and after each run, "
+                   "their mean in the probe GB/s column |\n",
+                r->bw_run_mib);
+    else
+        fprintf(f, "| roofline denominator | the read bandwidth line above |\n");
     fprintf(f, "| build | %s; %s; flags: %s |\n", s->commit, s->compiler, s->cflags);
     fprintf(f, "| system | %s, %s; load average at start %s |\n", s->kernel, s->date, s->loadavg);
     write_md_weights(r, f);
@@ -299,6 +309,7 @@ static json_t *report_json(const bench_report *r) {
     json_object_set_new(mach, "read_bandwidth", bw);
     json_object_set_new(mach, "bandwidth_buffer_mib", json_real(r->bw_buffer_mib));
     json_object_set_new(mach, "bandwidth_method", json_string(r->bw_method));
+    json_object_set_new(mach, "bandwidth_run_probe_mib", json_real(r->bw_run_mib));
     json_object_set_new(mach, "loadavg_at_start", json_string(s->loadavg));
     json_object_set_new(root, "machine", mach);
     char fb[128];
@@ -499,6 +510,8 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(mach, "bandwidth_method", r->bw_method, sizeof r->bw_method);
         const double mib = jget(mach, "bandwidth_buffer_mib");
         r->bw_buffer_mib = isnan(mib) ? 0 : mib;
+        const double run_mib = jget(mach, "bandwidth_run_probe_mib"); /* absent before per-run probes: off */
+        r->bw_run_mib = isnan(run_mib) ? 0 : run_mib;
     }
     json_t *run = json_object_get(root, "run");
     if (run) {

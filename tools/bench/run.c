@@ -122,6 +122,11 @@ void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_requ
     }
 }
 
+void run_set_probe(run_metrics *m, double probe_gbps) {
+    m->probe_gbps = probe_gbps > 0 ? probe_gbps : NAN;
+    m->roofline = probe_gbps > 0 ? m->gbps / probe_gbps : NAN;
+}
+
 int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request *rq, double bw_gbps,
                    run_output *out) {
     memset(out, 0, sizeof *out);
@@ -221,6 +226,7 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     const double lm_s = (s.talker_ms + s.predictor_ms) / 1000.0;
     m->gbps = lm_s > 0 ? (double)(info.talker_bytes + info.predictor_bytes) * s.n_frames / lm_s / 1e9 : NAN;
     m->roofline = bw_gbps > 0 ? m->gbps / bw_gbps : NAN;
+    m->probe_gbps = NAN;
     if (rq->keep_audio) {
         out->pcm = log->pcm;
         out->n_pcm = log->n_pcm;
