@@ -426,7 +426,6 @@ static double probe_around(const bench_opts *o, int n_threads) {
 
 /* Runs the speed arm into r (records appended). Returns 0, or -1 when no
  * configuration could run at all. */
-
 static int run_speed(const bench_opts *o, bench_report *r) {
     int any_ok = 0;
     for (int mi = 0; mi < o->n_models; mi++) {
