@@ -146,7 +146,8 @@ void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
  * Returns 1 when a worker was lent (it parks as soon as it finishes the task
  * it may be running), 0 when there is none to lend: the model has one
  * thread, a worker is already lent, or qtts_synthesize on this model has
- * lent one to its decoder. Thread-safe. */
+ * lent one to its decoder. Lending right after a return succeeds (it may
+ * wait up to 2 ms for the returned worker to free its slot). Thread-safe. */
 int qtts_model_lend_thread(qtts_model *model);
 /* Give the lent worker back to the pool (no-op when none is lent). */
 void qtts_model_return_thread(qtts_model *model);

@@ -2,10 +2,18 @@
  * the worker runs park() through ops_async and sleeps on the model's
  * condition variable until qtts_model_return_thread clears `lent`. The pool
  * has one async slot, which qtts_synthesize's overlapped decoding uses too:
- * whoever holds it, the other is refused (returns 0) rather than waiting. */
+ * whoever holds it, the other is refused (returns 0) rather than waiting.
+ * A lend right after a return must not be refused by the lend's own park:
+ * one still posted or parked simply stays (in_slot, parked), and one that has
+ * just left holds the slot only until its worker marks it free, which the
+ * lend waits out (leaving; at most LEND_SLOT_WAIT_US, then it refuses). */
 #include "model/model.h"
 
+#include <sched.h>
 #include <string.h>
+#include <time.h>
+
+#define LEND_SLOT_WAIT_US 2000
 
 int model_lend_init(model_lend *l) {
     memset(l, 0, sizeof *l);
@@ -31,7 +39,15 @@ static void park(void *arg) {
     l->parked = 1;
     while (l->lent) pthread_cond_wait(&l->cv, &l->mu);
     l->parked = 0;
+    l->in_slot = 0;
+    l->leaving = 1;
     pthread_mutex_unlock(&l->mu);
+}
+
+static long long now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int qtts_model_lend_thread(qtts_model *m) {
@@ -43,17 +59,27 @@ int qtts_model_lend_thread(qtts_model *m) {
         return 0;
     }
     l->lent = 1;
-    if (l->parked) { /* returned and lent again before the worker left park(): it stays */
+    if (l->parked || l->in_slot) { /* returned and lent again before park() left (or began): it stays */
         pthread_mutex_unlock(&l->mu);
         return 1;
     }
+    const int leaving = l->leaving;
+    l->in_slot = 1; /* before the post: the park it starts may run and leave before this returns */
     pthread_mutex_unlock(&l->mu);
-    if (ops_async(&m->ops, park, l)) return 1;
-    pthread_mutex_lock(&l->mu); /* no worker, or the async slot is taken */
-    l->lent = 0;
-    pthread_cond_broadcast(&l->cv);
+    int posted = ops_async(&m->ops, park, l);
+    if (!posted && leaving) { /* probably our last park's worker, about to free the slot */
+        const long long t0 = now_us();
+        while (!(posted = ops_async(&m->ops, park, l)) && now_us() - t0 < LEND_SLOT_WAIT_US) sched_yield();
+    }
+    pthread_mutex_lock(&l->mu);
+    l->leaving = 0;
+    if (!posted) { /* no worker, or the async slot is someone else's */
+        l->in_slot = 0;
+        l->lent = 0;
+        pthread_cond_broadcast(&l->cv);
+    }
     pthread_mutex_unlock(&l->mu);
-    return 0;
+    return posted;
 }
 
 void qtts_model_return_thread(qtts_model *m) {

@@ -21,6 +21,9 @@ typedef struct model_lend {
     pthread_cond_t cv;
     int lent;            /* 1 from qtts_model_lend_thread to qtts_model_return_thread (guarded) */
     int parked;          /* the worker is inside park() (guarded) */
+    int in_slot;         /* park() is posted to the pool's async slot and has not left (guarded) */
+    int leaving;         /* the last park() has left: its worker may hold the slot a few more
+                            instructions, until the pool marks it free (guarded) */
 } model_lend;
 
 struct qtts_model {

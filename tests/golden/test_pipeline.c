@@ -370,6 +370,15 @@ static void lend_test(void) {
                         "lent %d times, status %d, %zu vs %zu samples", l.lent, s1, n, n_ref);
             free(pcm);
             test_report("pipeline/lend_after_churn", qtts_model_lend_thread(m) == 1, "no worker to lend");
+            /* return and lend again at once, over and over, with nothing else holding the pool's
+             * async slot: every lend must succeed, including when the parked worker has just left
+             * park() but not yet given the slot back */
+            int refused = 0;
+            for (int i = 0; i < 20000; i++) {
+                qtts_model_return_thread(m);
+                if (!qtts_model_lend_thread(m)) refused++;
+            }
+            test_report("pipeline/lend_return_lend_loop", refused == 0, "%d of 20000 lends refused", refused);
             /* left lent: freeing must still return (on another thread, waited for with a deadline) */
             freer f = {m, ctx};
             pthread_t th2;
