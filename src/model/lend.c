@@ -6,14 +6,14 @@
  * A lend right after a return must not be refused by the lend's own park:
  * one still posted or parked simply stays (in_slot, parked), and one that has
  * just left holds the slot only until its worker marks it free, which the
- * lend waits out (leaving; at most LEND_SLOT_WAIT_US, then it refuses). */
+ * lend waits out (leaving; at most LEND_SLOT_WAIT_MS, then it refuses). */
+#include "model/generate.h"
 #include "model/model.h"
 
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
-#define LEND_SLOT_WAIT_US 2000
+#define LEND_SLOT_WAIT_MS 2.0
 
 int model_lend_init(model_lend *l) {
     memset(l, 0, sizeof *l);
@@ -44,12 +44,6 @@ static void park(void *arg) {
     pthread_mutex_unlock(&l->mu);
 }
 
-static long long now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 int qtts_model_lend_thread(qtts_model *m) {
     if (!m || !m->lend.init) return 0;
     model_lend *l = &m->lend;
@@ -68,8 +62,8 @@ int qtts_model_lend_thread(qtts_model *m) {
     pthread_mutex_unlock(&l->mu);
     int posted = ops_async(&m->ops, park, l);
     if (!posted && leaving) { /* probably our last park's worker, about to free the slot */
-        const long long t0 = now_us();
-        while (!(posted = ops_async(&m->ops, park, l)) && now_us() - t0 < LEND_SLOT_WAIT_US) sched_yield();
+        const double t0 = now_ms();
+        while (!(posted = ops_async(&m->ops, park, l)) && now_ms() - t0 < LEND_SLOT_WAIT_MS) sched_yield();
     }
     pthread_mutex_lock(&l->mu);
     l->leaving = 0;
