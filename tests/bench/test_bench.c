@@ -505,6 +505,18 @@ static void test_decode_option(void) {
     const char *meth = json_string_value(json_object_get(json_object_get(j, "machine"), "bandwidth_method"));
     CHECK("JSON: the bandwidth probe's read loop", meth && strcmp(meth, bw_method_name(bw_method_best())) == 0, "%s",
           meth ? meth : "(missing)");
+    {
+        json_t *mach = json_object_get(j, "machine"), *pk = json_object_get(mach, "compute_peak");
+        json_t *p0 = json_array_get(pk, 0);
+        const char *id = json_string_value(json_object_get(mach, "cpu_id"));
+        const char *fm = json_string_value(json_object_get(p0, "f32_method"));
+        CHECK("JSON: the CPU's id and the arithmetic peak of the run's threads",
+              id && id[0] && json_array_size(pk) == 1 && jnum_of(p0, "threads") == 1 && jnum_of(p0, "f32_gmacs") > 0 &&
+                  fm && strcmp(fm, peak_method_name(PK_F32, peak_method_best(PK_F32))) == 0 &&
+                  (jnum_of(p0, "int8_gmacs") > 0) == peak_method_supported(PK_INT8, peak_method_best(PK_INT8)),
+              "cpu_id %s, %zu peaks, f32 %g (%s)", id ? id : "(missing)", json_array_size(pk),
+              jnum_of(p0, "f32_gmacs"), fm ? fm : "(missing)");
+    }
     json_decref(j);
     char *md = slurp(tmp("d.md")), *csv = slurp(tmp("d.csv")), *svg = slurp(tmp("d.svg"));
     CHECK("markdown: decode and RSS/weights columns, a row per placement, the probe's loop, weights in use",
@@ -513,7 +525,8 @@ static void test_decode_option(void) {
               strstr(md, "| default | none | short_en |") && strstr(md, bw_method_name(bw_method_best())) &&
               strstr(md, "| weights in use | cv5 native: ") && strstr(md, "RSS/weights = peak RSS bytes") &&
               strstr(md, "none calls qtts_generate_codes") && strstr(md, " probe GB/s |") &&
-              strstr(md, "| roofline denominator | per run: probes of 64 MiB"),
+              strstr(md, "| roofline denominator | per run: probes of 64 MiB") &&
+              strstr(md, "| arithmetic peak | 1 thread: f32 ") && strstr(md, "multiply-adds/s"),
           "content missing");
     CHECK("CSV: decode column, weights in use and rss_over_weights",
           csv && strstr(csv, ",mode,decode,case,") && strstr(csv, ",weights_in_use_mib") &&
@@ -615,6 +628,46 @@ static void test_bandwidth_probe(void) {
     CHECK("bandwidth: an unknown --method is a usage error", cmd_bandwidth(3, argv) == 2, "not refused");
 }
 
+/* The peak probe's loops do the arithmetic they are timed for: with inputs of
+ * 1 every accumulator must end at a known value (a loop that skipped or
+ * folded work would not). */
+static void test_peak_probe(void) {
+    static const long iters[] = {1, 7, 1000};
+    for (int k = 0; k < 2; k++)
+        for (int m = 0; m < PK_N_METHODS; m++) {
+            if (k == PK_INT8 && m == PK_SCALAR) continue; /* no such loop: the scalar int8 path has no one instruction */
+            const char *name = peak_method_name((peak_kind)k, (peak_method)m);
+            if (!peak_method_supported((peak_kind)k, (peak_method)m)) {
+                test_skip(fmt("peak probe: %s %s", k ? "int8" : "f32", name), "this CPU or build has no such loop");
+                continue;
+            }
+            int bad = 0;
+            double got = 0, want = 0;
+            for (int i = 0; i < 3 && !bad; i++) {
+                got = peak_loop((peak_kind)k, (peak_method)m, iters[i]);
+                want = peak_loop_expected((peak_kind)k, (peak_method)m, iters[i]);
+                bad = got != want;
+            }
+            CHECK(fmt("peak probe: %s does the arithmetic it counts", name), !bad, "checksum %.0f, want %.0f", got,
+                  want);
+        }
+    const peak_method bf = peak_method_best(PK_F32);
+    CHECK("peak probe: the widest supported f32 loop is chosen",
+          peak_method_supported(PK_F32, bf) &&
+              (bf == PK_N_METHODS - 1 || !peak_method_supported(PK_F32, (peak_method)(bf + 1))),
+          "best %s", peak_method_name(PK_F32, bf));
+#if defined(__x86_64__)
+    CHECK("peak probe: the int8 loop is vpdpbusd where the CPU has AVX-512 VNNI",
+          !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni")) ||
+              peak_method_best(PK_INT8) == PK_AVX512,
+          "best %s", peak_method_name(PK_INT8, peak_method_best(PK_INT8)));
+#endif
+    CHECK("peak probe: a measurement", measure_peak(PK_F32, bf, 1, 1) > 0, "0 G/s");
+    char *a1[] = {"peak", "-t", "0"}, *a2[] = {"peak", "--fast"};
+    CHECK("peak: a bad thread count and an unknown option are usage errors", cmd_peak(3, a1) == 2 && cmd_peak(2, a2) == 2,
+          "not refused");
+}
+
 static void test_quality(void) {
     bench_report r;
     memset(&r, 0, sizeof r);
@@ -665,6 +718,7 @@ int main(void) {
     test_decode_placements();
     test_decode_option();
     test_bandwidth_probe();
+    test_peak_probe();
     test_quality();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -186,6 +186,7 @@ void bench_help(FILE *f) {
             "qtts-bench wer REF HYP      normalised WER of two strings\n"
             "qtts-bench bandwidth [-t LIST] [--bw-mib N] [--method auto|scalar|avx2|avx512]\n"
             "                            memory read bandwidth (auto: the widest loads this CPU has)\n"
+            "qtts-bench peak [-t LIST]   f32 and int8 multiply-adds per second (the kernels' instructions)\n"
             "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }
@@ -576,6 +577,8 @@ static void measure_bw(const bench_opts *o, bench_report *r) {
         r->bw_threads[r->n_bw] = o->threads[i];
         r->bw_gbps[r->n_bw] = measure_read_bandwidth((size_t)(o->bw_mib * 1048576.0), o->threads[i], 5, method);
         r->n_bw++;
+        /* the arithmetic the same threads retire at most (~0.25 s): the other floor */
+        if (r->n_peaks < BENCH_MAX_LIST) measure_peaks(o->threads[i], 3, &r->peaks[r->n_peaks++]);
     }
 }
 

@@ -73,6 +73,7 @@ double bench_percentile(const double *sorted, int n, double p);
 
 typedef struct sys_info {
     char cpu_model[128];
+    char cpu_id[64];         /* "x86 family 26 model 2 stepping 0" (the model name alone hides the generation) */
     int n_cpus;              /* online CPUs */
     char kernel[128];
     char compiler[128];      /* __VERSION__ of the bench build */
@@ -99,6 +100,31 @@ double rss_peak_mib(void);
 double rss_now_mib(void);
 
 double bench_now_ms(void);
+
+/* ---------------------------------------------------------------- peak.c */
+
+/* The arithmetic peak probe: f32 and int8 multiply-adds per second with the
+ * instructions the engine's kernels use on this CPU. */
+typedef enum peak_kind { PK_F32 = 0, PK_INT8 = 1 } peak_kind;
+typedef enum peak_method { PK_SCALAR = 0, PK_AVX2 = 1, PK_AVX512 = 2, PK_N_METHODS = 3 } peak_method;
+
+int peak_method_supported(peak_kind k, peak_method m); /* this build and CPU (int8: no scalar loop) */
+peak_method peak_method_best(peak_kind k);
+const char *peak_method_name(peak_kind k, peak_method m);
+/* One thread's loop (iters rounds of 12 accumulators) and the checksum it
+ * must return (for the tests); 0 when the method is not supported. */
+double peak_loop(peak_kind k, peak_method m, long iters);
+double peak_loop_expected(peak_kind k, peak_method m, long iters);
+/* G multiply-adds per second on n threads started together, best of reps. */
+double measure_peak(peak_kind k, peak_method m, int n_threads, int reps);
+
+typedef struct peak_result {
+    int threads;
+    double f32_gmacs, int8_gmacs; /* G multiply-adds/s (f32 GFLOP/s = 2 x); int8 0 = not measured */
+    char f32_method[48], int8_method[48];
+} peak_result;
+void measure_peaks(int n_threads, int reps, peak_result *out);
+int cmd_peak(int argc, char **argv);
 
 /* ---------------------------------------------------------------- bandwidth.c */
 
@@ -301,6 +327,8 @@ typedef struct bench_report {
     char bw_method[32];       /* read loop of the probe: bw_method_name() */
     double bw_run_mib;        /* buffer of the probes around every run; 0 = none (roofline against
                                  the opening probe) */
+    peak_result peaks[BENCH_MAX_LIST]; /* arithmetic peak per thread count, at the start */
+    int n_peaks;
     int frames_mode;          /* > 0 forced N, -1 auto (per-case typical length), 0 until EOS */
     int reps;
     uint64_t seed;
@@ -377,7 +405,7 @@ int cmd_suite(int argc, char **argv);      /* bench.c */
 int cmd_compare(int argc, char **argv);    /* compare.c */
 int cmd_quality(int argc, char **argv);    /* quality.c */
 int cmd_wer(int argc, char **argv);        /* wer.c */
-int cmd_bandwidth(int argc, char **argv);  /* sysinfo.c */
+int cmd_bandwidth(int argc, char **argv);  /* bandwidth.c */
 int cmd_plot(int argc, char **argv);       /* plot.c: SVG from a JSON report */
 void bench_help(FILE *f);                  /* bench.c */
 

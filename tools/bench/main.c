@@ -1,5 +1,5 @@
 /* qtts-bench: command-line entry. Subcommands: run (default), make-model,
- * compare, quality, wer, bandwidth, suite. See usage() and docs/BENCH.md. */
+ * compare, quality, wer, bandwidth, peak, suite. See usage() and docs/BENCH.md. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "       qtts-bench suite -m DIR [--out DIR]        run + quality + table, JSON, CSV, plot\n"
             "       qtts-bench wer REF HYP                     normalised word error rate\n"
             "       qtts-bench bandwidth [-t LIST]             memory read bandwidth\n"
+            "       qtts-bench peak [-t LIST]                  f32 and int8 arithmetic peak\n"
             "       qtts-bench plot RESULTS.json OUT.svg       plot a JSON report\n"
             "Run 'qtts-bench help' or read docs/BENCH.md for every option.\n");
 }
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "suite") == 0) return cmd_suite(argc - 1, argv + 1);
     if (strcmp(cmd, "wer") == 0) return cmd_wer(argc - 1, argv + 1);
     if (strcmp(cmd, "bandwidth") == 0) return cmd_bandwidth(argc - 1, argv + 1);
+    if (strcmp(cmd, "peak") == 0) return cmd_peak(argc - 1, argv + 1);
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (cmd[0] == '-') return cmd_run(argc, argv);

@@ -171,13 +171,24 @@ static void write_md(const bench_report *r, FILE *f) {
     fprintf(f, "# qtts-bench report\n\n");
     fprintf(f, "**Definitions.** %s\n\n", definitions);
     fprintf(f, "| machine | |\n|---|---|\n");
-    fprintf(f, "| CPU | %s, %d online CPUs, %.1f GiB RAM |\n", s->cpu_model, s->n_cpus, s->mem_total_gb);
+    fprintf(f, "| CPU | %s (%s), %d online CPUs, %.1f GiB RAM |\n", s->cpu_model, s->cpu_id[0] ? s->cpu_id : "id not recorded",
+            s->n_cpus, s->mem_total_gb);
     fprintf(f, "| read bandwidth |");
     for (int i = 0; i < r->n_bw; i++)
         fprintf(f, "%s %.1f GB/s with %d thread%s", i ? ";" : "", r->bw_gbps[i], r->bw_threads[i],
                 r->bw_threads[i] == 1 ? "" : "s");
     fprintf(f, " (%.0f MiB buffer, %s, best of 5) |\n", r->bw_buffer_mib,
             r->bw_method[0] ? r->bw_method : "read loop not recorded");
+    if (r->n_peaks) {
+        fprintf(f, "| arithmetic peak |");
+        for (int i = 0; i < r->n_peaks; i++) {
+            const peak_result *p = &r->peaks[i];
+            fprintf(f, "%s %d thread%s: f32 %.0f G multiply-adds/s (%s)", i ? ";" : "", p->threads,
+                    p->threads == 1 ? "" : "s", p->f32_gmacs, p->f32_method);
+            if (p->int8_gmacs > 0) fprintf(f, ", int8 %.0f G/s (%s)", p->int8_gmacs, p->int8_method);
+        }
+        fprintf(f, " (best of 3) |\n");
+    }
     if (r->bw_run_mib > 0)
         fprintf(f, "| roofline denominator | per run: probes of %.0f MiB (best of 3) right before and after each run, "
                    "their mean in the probe GB/s column |\n",
@@ -311,6 +322,15 @@ static json_t *report_json(const bench_report *r) {
     json_object_set_new(mach, "bandwidth_buffer_mib", json_real(r->bw_buffer_mib));
     json_object_set_new(mach, "bandwidth_method", json_string(r->bw_method));
     json_object_set_new(mach, "bandwidth_run_probe_mib", json_real(r->bw_run_mib));
+    json_object_set_new(mach, "cpu_id", json_string(s->cpu_id));
+    json_t *pk = json_array();
+    for (int i = 0; i < r->n_peaks; i++) {
+        const peak_result *p = &r->peaks[i];
+        json_array_append_new(pk, json_pack("{s:i, s:f, s:s, s:f, s:s}", "threads", p->threads, "f32_gmacs",
+                                            p->f32_gmacs, "f32_method", p->f32_method, "int8_gmacs", p->int8_gmacs,
+                                            "int8_method", p->int8_method));
+    }
+    json_object_set_new(mach, "compute_peak", pk);
     json_object_set_new(mach, "loadavg_at_start", json_string(s->loadavg));
     json_object_set_new(root, "machine", mach);
     char fb[128];
@@ -506,6 +526,7 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
     json_t *mach = json_object_get(root, "machine");
     if (mach) {
         jstr(mach, "cpu", r->sys.cpu_model, sizeof r->sys.cpu_model);
+        jstr(mach, "cpu_id", r->sys.cpu_id, sizeof r->sys.cpu_id); /* absent before it existed: "" */
         jstr(mach, "commit", r->sys.commit, sizeof r->sys.commit);
         jstr(mach, "date", r->sys.date, sizeof r->sys.date);
         jstr(mach, "bandwidth_method", r->bw_method, sizeof r->bw_method);
@@ -528,6 +549,16 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
     for (size_t i = 0; i < json_array_size(bw) && r->n_bw < BENCH_MAX_LIST; i++) {
         r->bw_threads[r->n_bw] = (int)jget(json_array_get(bw, i), "threads");
         r->bw_gbps[r->n_bw++] = jget(json_array_get(bw, i), "gbps");
+    }
+    json_t *pk = mach ? json_object_get(mach, "compute_peak") : NULL; /* absent before it existed */
+    for (size_t i = 0; i < json_array_size(pk) && r->n_peaks < BENCH_MAX_LIST; i++) {
+        json_t *o = json_array_get(pk, i);
+        peak_result *p = &r->peaks[r->n_peaks++];
+        p->threads = (int)jget(o, "threads");
+        p->f32_gmacs = jget(o, "f32_gmacs");
+        p->int8_gmacs = jget(o, "int8_gmacs");
+        jstr(o, "f32_method", p->f32_method, sizeof p->f32_method);
+        jstr(o, "int8_method", p->int8_method, sizeof p->int8_method);
     }
     const size_t n = json_array_size(recs);
     r->rec = calloc(n ? n : 1, sizeof *r->rec);

@@ -99,19 +99,39 @@ void sys_collect(sys_info *s) {
     snprintf(s->cpu_model, sizeof s->cpu_model, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
+    /* the first CPU's block: its model name and, as the name may not tell
+     * the generation ("AMD EPYC"), its family / model / stepping (x86) or
+     * implementer / part (arm) */
+    int family = -1, model = -1, stepping = -1, got_name = 0;
+    char impl[24] = "", part[24] = "";
     if (f) {
         while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "model name", 10) == 0) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    snprintf(s->cpu_model, sizeof s->cpu_model, "%s", c + 2);
-                    trim(s->cpu_model);
-                }
-                break;
+            if (line[0] == '\n') break; /* end of the first CPU */
+            char *c = strchr(line, ':');
+            if (!c) continue;
+            if (strncmp(line, "model name", 10) == 0 && !got_name) {
+                snprintf(s->cpu_model, sizeof s->cpu_model, "%s", c + 2);
+                trim(s->cpu_model);
+                got_name = 1;
+            } else if (strncmp(line, "cpu family", 10) == 0) family = atoi(c + 1);
+            else if (strncmp(line, "model\t", 6) == 0 || strncmp(line, "model :", 7) == 0) model = atoi(c + 1);
+            else if (strncmp(line, "stepping", 8) == 0) stepping = atoi(c + 1);
+            else if (strncmp(line, "CPU implementer", 15) == 0) {
+                snprintf(impl, sizeof impl, "%s", c + 2);
+                trim(impl);
+            } else if (strncmp(line, "CPU part", 8) == 0) {
+                snprintf(part, sizeof part, "%s", c + 2);
+                trim(part);
             }
         }
         fclose(f);
     }
+    if (family >= 0)
+        snprintf(s->cpu_id, sizeof s->cpu_id, "x86 family %d model %d stepping %d", family, model, stepping);
+    else if (impl[0])
+        snprintf(s->cpu_id, sizeof s->cpu_id, "arm implementer %s part %s", impl, part);
+    else
+        snprintf(s->cpu_id, sizeof s->cpu_id, "unknown");
     s->n_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     struct utsname u;
     if (uname(&u) == 0) snprintf(s->kernel, sizeof s->kernel, "%.20s %.60s %.20s", u.sysname, u.release, u.machine);

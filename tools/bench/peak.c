@@ -1,0 +1,291 @@
+/* The arithmetic peak probe of qtts-bench (`qtts-bench peak`, and the
+ * machine section of every report): how many f32 multiply-adds and int8
+ * multiply-adds the CPU retires per second on n threads, with the
+ * instructions the engine's kernels use on it (chosen at run time: AVX-512
+ * FMA and VNNI vpdpbusd, AVX2 FMA and vpmaddubsw + vpmaddwd, else scalar).
+ * Dataflow: n threads started together at a barrier -> each runs 12
+ * independent accumulator chains of one instruction for a fixed count ->
+ * operations / time of the slowest thread, best of reps passes.
+ *
+ * Why: a floor worked out from an assumed peak is only as good as the
+ * assumption. The tenth pass measured a Zen 4 guest (one 512-bit FMA per
+ * cycle); the machine of the twelfth pass is family 26 (Zen 5) and retires
+ * two, so every "at its FMA floor" figure worked out from the old number was
+ * half the real floor. Measured, and recorded beside the results, the bounds
+ * in docs/BENCH.md can be checked on the machine they were made on.
+ *
+ * Each loop also returns a checksum of its accumulators, which the tests
+ * compare with the value the arithmetic must give (inputs of 1 make every
+ * step exact), so a loop that skipped work would fail. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "bench.h"
+
+static const char *const f32_names[PK_N_METHODS] = {"scalar mul+add", "avx2 fma ymm", "avx512 fma zmm"};
+static const char *const i8_names[PK_N_METHODS] = {"none", "avx2 vpmaddubsw+vpmaddwd ymm", "avx512 vnni vpdpbusd zmm"};
+
+const char *peak_method_name(peak_kind k, peak_method m) {
+    if (m < 0 || m >= PK_N_METHODS) return "unknown";
+    return k == PK_F32 ? f32_names[m] : i8_names[m];
+}
+
+int peak_method_supported(peak_kind k, peak_method m) {
+    switch (m) {
+    case PK_SCALAR: return k == PK_F32; /* the scalar int8 path has no single instruction to time */
+#if defined(__x86_64__)
+    case PK_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case PK_AVX512:
+        return __builtin_cpu_supports("avx512f") && (k == PK_F32 || __builtin_cpu_supports("avx512vnni"));
+#endif
+    default: return 0;
+    }
+}
+
+peak_method peak_method_best(peak_kind k) {
+    for (int m = PK_N_METHODS - 1; m >= PK_SCALAR; m--)
+        if (peak_method_supported(k, (peak_method)m)) return (peak_method)m;
+    return PK_SCALAR;
+}
+
+/* Multiply-adds per instruction of each loop (f32: per FMA; int8: per
+ * u8 x s8 product summed). */
+static double macs_per_op(peak_kind k, peak_method m) {
+    if (k == PK_F32) return m == PK_AVX512 ? 16 : m == PK_AVX2 ? 8 : 1;
+    return m == PK_AVX512 ? 64 : m == PK_AVX2 ? 32 : 0;
+}
+
+/* ---------------------------------------------------------------- loops
+ * iters rounds of 12 independent accumulators; f32: acc = acc * one + one
+ * (exact: every acc ends at start + iters); int8: acc += sum of 4 (or 2 x 2)
+ * products of ones. The inputs come from memory through volatile reads and
+ * an empty asm ties them to a register, so the compiler can neither fold nor
+ * hoist the arithmetic. Returns the sum of all lanes of all accumulators. */
+
+static double loop_f32_scalar(long iters, const volatile float *one) {
+    float a[12];
+    for (int j = 0; j < 12; j++) a[j] = (float)j;
+    for (long i = 0; i < iters; i++) {
+        const float x = *one; /* one load per 12 multiply-adds, portable */
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) a[j] = a[j] * x + x; /* the scalar kernels multiply, then add */
+    }
+    double s = 0;
+    for (int j = 0; j < 12; j++) s += a[j];
+    return s;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static double loop_f32_avx512(long iters, float one) {
+    __m512 a[12];
+    __m512 x = _mm512_set1_ps(one);
+    for (int j = 0; j < 12; j++) a[j] = _mm512_set1_ps((float)j);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+v"(x));
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) a[j] = _mm512_fmadd_ps(a[j], x, x);
+    }
+    double s = 0;
+    for (int j = 0; j < 12; j++) s += _mm512_reduce_add_ps(a[j]);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static double loop_f32_avx2(long iters, float one) {
+    __m256 a[12];
+    __m256 x = _mm256_set1_ps(one);
+    for (int j = 0; j < 12; j++) a[j] = _mm256_set1_ps((float)j);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(x));
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) a[j] = _mm256_fmadd_ps(a[j], x, x);
+    }
+    float lane[8];
+    double s = 0;
+    for (int j = 0; j < 12; j++) {
+        _mm256_storeu_ps(lane, a[j]);
+        for (int k = 0; k < 8; k++) s += lane[k];
+    }
+    return s;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) static double loop_i8_avx512(long iters, int one) {
+    __m512i a[12];
+    __m512i x = _mm512_set1_epi8((char)one);
+    for (int j = 0; j < 12; j++) a[j] = _mm512_set1_epi32(j);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+v"(x));
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++) a[j] = _mm512_dpbusd_epi32(a[j], x, x);
+    }
+    double s = 0;
+    for (int j = 0; j < 12; j++) s += _mm512_reduce_add_epi32(a[j]); /* < 2^30: no overflow */
+    return s;
+}
+
+/* The AVX2 int8 product without VNNI: u8 x s8 pairs to s16 (vpmaddubsw),
+ * s16 pairs to s32 (vpmaddwd against ones), added (vpaddd): three
+ * instructions per 32 multiply-adds; counted as one op of 32. */
+__attribute__((target("avx2"))) static double loop_i8_avx2(long iters, int one) {
+    __m256i a[12];
+    __m256i x = _mm256_set1_epi8((char)one);
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    for (int j = 0; j < 12; j++) a[j] = _mm256_set1_epi32(j);
+    for (long i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+x"(x));
+#pragma GCC unroll 12
+        for (int j = 0; j < 12; j++)
+            a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(_mm256_maddubs_epi16(x, x), ones16));
+    }
+    int32_t lane[8];
+    double s = 0;
+    for (int j = 0; j < 12; j++) {
+        _mm256_storeu_si256((__m256i *)lane, a[j]);
+        for (int k = 0; k < 8; k++) s += lane[k];
+    }
+    return s;
+}
+#endif
+
+double peak_loop(peak_kind k, peak_method m, long iters) {
+    static volatile float one_f = 1.0f;
+    static volatile int one_i = 1;
+    if (!peak_method_supported(k, m)) return 0;
+    if (k == PK_F32) {
+#if defined(__x86_64__)
+        if (m == PK_AVX512) return loop_f32_avx512(iters, one_f);
+        if (m == PK_AVX2) return loop_f32_avx2(iters, one_f);
+#endif
+        return loop_f32_scalar(iters, &one_f);
+    }
+#if defined(__x86_64__)
+    if (m == PK_AVX512) return loop_i8_avx512(iters, one_i);
+    if (m == PK_AVX2) return loop_i8_avx2(iters, one_i);
+#endif
+    (void)one_i;
+    return 0;
+}
+
+double peak_loop_expected(peak_kind k, peak_method m, long iters) {
+    const double lanes = macs_per_op(PK_F32, m); /* f32 lanes per vector: 16, 8, 1 */
+    double start = 0;
+    for (int j = 0; j < 12; j++) start += j;
+    /* f32: each lane of accumulator j ends at j + iters; int8: each s32 lane
+     * gains 4 products of 1 x 1 per instruction */
+    return k == PK_F32 ? lanes * (start + 12.0 * (double)iters) : lanes * (start + 12.0 * 4.0 * (double)iters);
+}
+
+/* ---------------------------------------------------------------- measurement */
+
+typedef struct pk_job {
+    peak_kind kind;
+    peak_method method;
+    long iters;
+    double sum;
+    pthread_barrier_t *bar;
+    double t_end;
+} pk_job;
+
+static void *pk_main(void *arg) {
+    pk_job *j = arg;
+    pthread_barrier_wait(j->bar);
+    j->sum = peak_loop(j->kind, j->method, j->iters);
+    j->t_end = bench_now_ms();
+    return NULL;
+}
+
+double measure_peak(peak_kind k, peak_method m, int n_threads, int reps) {
+    if (n_threads < 1) n_threads = 1;
+    if (n_threads > 256) n_threads = 256;
+    if (!peak_method_supported(k, m)) return 0;
+    /* about 40 ms a pass on a core that retires two 512-bit ops a cycle */
+    const long iters = m == PK_SCALAR ? 1L << 22 : 1L << 23;
+    double best = 0;
+    volatile double sink = 0;
+    for (int r = 0; r < reps; r++) {
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
+        pk_job jobs[256];
+        pthread_t th[256];
+        int nt = 0;
+        for (int t = 0; t < n_threads; t++) {
+            jobs[t] = (pk_job){k, m, iters, 0, &bar, 0};
+            if (pthread_create(&th[t], NULL, pk_main, &jobs[t]) == 0) nt++;
+            else break;
+        }
+        if (nt < n_threads) { /* could not start every thread: no measurement */
+            for (int t = 0; t < nt; t++) pthread_cancel(th[t]);
+            pthread_barrier_destroy(&bar);
+            break;
+        }
+        const double t0 = bench_now_ms();
+        pthread_barrier_wait(&bar);
+        double t1 = t0;
+        for (int t = 0; t < nt; t++) {
+            pthread_join(th[t], NULL);
+            sink += jobs[t].sum;
+            if (jobs[t].t_end > t1) t1 = jobs[t].t_end;
+        }
+        pthread_barrier_destroy(&bar);
+        const double ops = 12.0 * (double)iters * macs_per_op(k, m) * (double)nt;
+        const double g = ops / ((t1 - t0) * 1e6);
+        if (g > best) best = g;
+    }
+    (void)sink;
+    return best;
+}
+
+void measure_peaks(int n_threads, int reps, peak_result *out) {
+    memset(out, 0, sizeof *out);
+    out->threads = n_threads;
+    const peak_method mf = peak_method_best(PK_F32), mi = peak_method_best(PK_INT8);
+    snprintf(out->f32_method, sizeof out->f32_method, "%s", peak_method_name(PK_F32, mf));
+    out->f32_gmacs = measure_peak(PK_F32, mf, n_threads, reps);
+    if (peak_method_supported(PK_INT8, mi)) {
+        snprintf(out->int8_method, sizeof out->int8_method, "%s", peak_method_name(PK_INT8, mi));
+        out->int8_gmacs = measure_peak(PK_INT8, mi, n_threads, reps);
+    } else {
+        snprintf(out->int8_method, sizeof out->int8_method, "none");
+    }
+}
+
+int cmd_peak(int argc, char **argv) {
+    const char *threads = NULL;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) && i + 1 < argc) threads = argv[++i];
+        else {
+            fprintf(stderr, "usage: qtts-bench peak [-t LIST]\n");
+            return 2;
+        }
+    }
+    char def[16];
+    snprintf(def, sizeof def, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    char *list = strdup(threads ? threads : def);
+    if (!list) return 1;
+    sys_info s;
+    sys_collect(&s);
+    printf("CPU: %s (%s; %d online)\n", s.cpu_model, s.cpu_id, s.n_cpus);
+    int bad = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        const long n = strtol(t, &end, 10);
+        if (*end || n < 1 || n > 256) {
+            fprintf(stderr, "qtts-bench: bad thread count '%s' (1..256)\n", t);
+            bad = 1;
+            continue;
+        }
+        peak_result p;
+        measure_peaks((int)n, 3, &p);
+        printf("arithmetic peak, %ld thread%s (best of 3): f32 %.1f G multiply-adds/s = %.1f GFLOP/s (%s); "
+               "int8 %.1f G multiply-adds/s (%s)\n",
+               n, n == 1 ? "" : "s", p.f32_gmacs, 2 * p.f32_gmacs, p.f32_method, p.int8_gmacs, p.int8_method);
+    }
+    free(list);
+    return bad ? 2 : 0;
+}
