@@ -36,7 +36,7 @@ wait_port() {
 
 "$BIN" --help >"$T/help" 2>&1
 rc=$?
-grep -q -- "--slots" "$T/help" && grep -q -- "--api-key" "$T/help"
+grep -q -- "--slots" "$T/help" && grep -q -- "--api-key" "$T/help" && grep -q -- "--prefill-budget-ms" "$T/help"
 check process/help $((rc + $?)) "exit $rc or options missing"
 "$BIN" >/dev/null 2>"$T/err"
 rc=$?
@@ -47,6 +47,9 @@ check process/unknown_option "$([ $rc = 2 ] && grep -q frobnicate "$T/err"; echo
 "$BIN" --model "$MODEL" --port 70000 >/dev/null 2>"$T/err"
 rc=$?
 check process/bad_port "$([ $rc = 2 ]; echo $?)" "exit $rc"
+"$BIN" --model "$MODEL" --prefill-budget-ms -1 >/dev/null 2>"$T/err"
+rc=$?
+check process/bad_prefill_budget "$([ $rc = 2 ] && grep -q -- "--prefill-budget-ms" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
 "$BIN" --model "$T/nothing-here" --port 0 >/dev/null 2>"$T/err"
 rc=$?
 check process/missing_model_folder "$([ $rc = 1 ] && [ -s "$T/err" ]; echo $?)" "exit $rc"

@@ -18,7 +18,11 @@
  * - cancel_mid_chunk_slot_reused: A is cancelled between two frames of its
  *   second chunk; its last task runs between those frames and frees the slot,
  *   and the worker is held there until B is admitted into it. (The worker
- *   used to go on decoding A's frames into the context that was now B's.) */
+ *   used to go on decoding A's frames into the context that was now B's.)
+ * - prefill_budget: three jobs queued while the engine runs a task are
+ *   admitted one per frame boundary with a budget of 0 ms (steps of 1, 2, 3
+ *   streams) and all at the first boundary with an unbounded one (3), each
+ *   with the samples it makes alone. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -165,6 +169,92 @@ static int run(qtts_model *m, scenario sc, run_out *o) {
     return rc;
 }
 
+/* prefill_budget: the engine is held in a task while three jobs are queued,
+ * so they all wait at one frame boundary; the stepped hook records the batch
+ * size of each step. */
+typedef struct budget_run {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int release, in_task;
+    int sizes[64], n_sizes;
+    sched *s;
+} budget_run;
+
+static void on_stepped(void *arg, int n) {
+    budget_run *b = arg;
+    if (b->n_sizes < 64) b->sizes[b->n_sizes++] = n; /* engine thread only */
+}
+
+static void hold_task(void *arg) {
+    budget_run *b = arg;
+    pthread_mutex_lock(&b->mu);
+    b->in_task = 1;
+    pthread_cond_broadcast(&b->cv);
+    while (!b->release) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void *task_thread(void *arg) {
+    budget_run *b = arg;
+    sched_run_task(b->s, hold_task, b);
+    return NULL;
+}
+
+/* Runs three 3-frame jobs (B's text and speaker, seeds 6, 7, 8) queued at
+ * one boundary; sizes of the first three steps into sizes[], samples into
+ * pcm[]. Returns 0 when all three ended well. */
+static int run_budget(qtts_model *m, int budget_ms, int sizes[3], float *pcm[3], size_t n[3]) {
+    metrics *mx = metrics_new();
+    budget_run b;
+    memset(&b, 0, sizeof b);
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    sched_params p = {.n_slots = 4, .queue_depth = 4, .decode_threads = 1, .prefill_budget_ms = budget_ms};
+    p.hooks = (sched_hooks){.stepped = on_stepped, .arg = &b};
+    char err[256];
+    int rc = -1;
+    job *jobs[3] = {NULL, NULL, NULL};
+    pthread_t th;
+    int have_th = 0;
+    if (!mx || sched_new(&b.s, m, &p, mx, err, sizeof err)) goto out;
+    have_th = pthread_create(&th, NULL, task_thread, &b) == 0;
+    if (!have_th) goto out;
+    pthread_mutex_lock(&b.mu);
+    while (!b.in_task) pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    rc = 0;
+    for (int i = 0; i < 3; i++) {
+        jobs[i] = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6 + (unsigned)i);
+        if (!jobs[i] || sched_submit(b.s, jobs[i])) rc = -1;
+    }
+    pthread_mutex_lock(&b.mu);
+    b.release = 1;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    pthread_join(th, NULL);
+    have_th = 0;
+    for (int i = 0; i < 3; i++) {
+        qtts_status st = QTTS_ERR_INVALID_ARG;
+        pcm[i] = jobs[i] && !rc ? drain_job(jobs[i], &n[i], &st) : NULL;
+        if (st != QTTS_OK) rc = -1;
+    }
+out:
+    if (have_th) { /* sched_new failed after the thread: cannot happen */
+        pthread_mutex_lock(&b.mu);
+        b.release = 1;
+        pthread_cond_broadcast(&b.cv);
+        pthread_mutex_unlock(&b.mu);
+        pthread_join(th, NULL);
+    }
+    sched_free(b.s); /* joins the engine: its hook calls are done */
+    for (int i = 0; i < 3; i++) sizes[i] = i < b.n_sizes ? b.sizes[i] : -1;
+    for (int i = 0; i < 3; i++) job_release(jobs[i]);
+    metrics_free(mx);
+    pthread_mutex_destroy(&b.mu);
+    pthread_cond_destroy(&b.cv);
+    return rc;
+}
+
 static int same(const run_out *got, const run_out *ref, int i) {
     return got->st[i] == QTTS_OK && got->n[i] == ref->n[i] && got->pcm[i] && ref->pcm[i] &&
            !memcmp(got->pcm[i], ref->pcm[i], sizeof(float) * ref->n[i]);
@@ -201,6 +291,50 @@ int main(void) {
                     "held %d, status A %d (cancelled %d), B %d, same B %d", got.held, got.st[0],
                     QTTS_ERR_CANCELLED, got.st[1], same(&got, &ref, 1));
         run_out_free(&got);
+    }
+    {
+        /* the jobs' samples alone: one at a time through the plain engine */
+        float *alone[3] = {NULL, NULL, NULL}, *pcm[3] = {NULL, NULL, NULL};
+        size_t n_alone[3] = {0, 0, 0}, n[3] = {0, 0, 0};
+        int sizes[3];
+        for (int i = 0; i < 3; i++) {
+            metrics *mx = metrics_new();
+            sched_params p = {.n_slots = 1, .queue_depth = 1, .decode_threads = 1};
+            sched *s = NULL;
+            char err[256];
+            job *j = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6 + (unsigned)i);
+            qtts_status st;
+            if (mx && j && !sched_new(&s, m, &p, mx, err, sizeof err) && !sched_submit(s, j))
+                alone[i] = drain_job(j, &n_alone[i], &st);
+            sched_free(s);
+            job_release(j);
+            metrics_free(mx);
+        }
+        for (int k = 0; k < 2; k++) {
+            const int budget = k ? 600000 : 0;
+            const int rc = run_budget(m, budget, sizes, pcm, n);
+            int same_pcm = 1;
+            for (int i = 0; i < 3; i++)
+                same_pcm &= pcm[i] && alone[i] && n[i] == n_alone[i] && n[i] == B_FRAMES * spf &&
+                            !memcmp(pcm[i], alone[i], sizeof(float) * n[i]);
+            const int want = k ? sizes[0] == 3 : sizes[0] == 1 && sizes[1] == 2 && sizes[2] == 3;
+            test_report(k ? "sched/prefill_budget_unbounded_admits_all" : "sched/prefill_budget_0_one_per_boundary",
+                        !rc && want && same_pcm, "rc %d, steps of %d, %d, %d streams, same samples %d", rc, sizes[0],
+                        sizes[1], sizes[2], same_pcm);
+            for (int i = 0; i < 3; i++) {
+                free(pcm[i]);
+                pcm[i] = NULL;
+            }
+        }
+        for (int i = 0; i < 3; i++) free(alone[i]);
+        metrics *mx = metrics_new();
+        sched_params bad = {.n_slots = 1, .queue_depth = 1, .prefill_budget_ms = -1};
+        sched *s = NULL;
+        char err[256] = "";
+        const int refused = mx && sched_new(&s, m, &bad, mx, err, sizeof err) != 0 && !s && strstr(err, "prefill");
+        test_report("sched/prefill_budget_negative_refused", refused, "%s", err);
+        sched_free(s);
+        metrics_free(mx);
     }
     run_out_free(&ref);
 out:

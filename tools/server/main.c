@@ -51,6 +51,10 @@ static void usage(void) {
         "                             threads out of its pool meanwhile, so the two do not oversubscribe\n"
         "                             the cores (default: 1 when --threads and --decode-threads together\n"
         "                             exceed the CPUs)\n"
+        "  --prefill-budget-ms N      at each frame boundary admit queued requests one at a time until\n"
+        "                             their prefills have taken N ms (the first always runs; 0 = one per\n"
+        "                             boundary): running streams wait at most N ms plus one prefill for\n"
+        "                             their next frame (default 100)\n"
         "  --no-warmup                ready at once, without a warm-up generation\n"
         "other:\n"
         "  --voices-dir DIR           uploaded voices (Base models; default ./qtts-voices)\n"
@@ -153,6 +157,7 @@ int main(int argc, char **argv) {
         INT_OPT("--drain", 0, 3600, cfg.drain_s)
         INT_OPT("--decode-threads", 0, 64, cfg.decode_threads)
         INT_OPT("--lend-thread", 0, 1, lend)
+        INT_OPT("--prefill-budget-ms", 0, 600000, cfg.prefill_budget_ms)
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }

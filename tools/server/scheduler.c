@@ -1,6 +1,7 @@
 /* The engine thread and the decode workers (see scheduler.h).
  * Engine iteration: run pending tasks -> admit queued jobs into free slots
- * (audio_begin + batch_add: the prefill) -> remove cancelled slots ->
+ * (audio_begin + batch_add: the prefill; one job at a time, until the
+ * prefill budget of this boundary is spent) -> remove cancelled slots ->
  * qtts_batch_step (one frame for every slot, each weight read once) -> hand
  * each slot's frames to its decode worker once a chunk is full, and a
  * finished slot's rest with a "final" mark. The frame callback only queues
@@ -535,8 +536,6 @@ static void *engine(void *arg) {
         atomic_store(&s->ready, 1);
         metrics_set_ready(s->mx, 1);
     }
-    slot *admitted[QTTS_MAX_BATCH];
-    job *admitted_jobs[QTTS_MAX_BATCH];
     for (;;) {
         pthread_mutex_lock(&s->mu);
         for (;;) {
@@ -558,20 +557,6 @@ static void *engine(void *arg) {
         pthread_mutex_lock(&s->mu);
         task *tk = s->tasks;
         s->tasks = s->tasks_tail = NULL;
-        int n_adm = 0;
-        for (int i = 0; i < s->p.n_slots && s->q_len > 0; i++) {
-            slot *sl = &s->slots[i];
-            if (atomic_load(&sl->state) != SLOT_FREE) continue;
-            job *j = s->queue[s->q_head];
-            s->q_head = (s->q_head + 1) % s->q_cap;
-            s->q_len--;
-            sl->j = j;
-            atomic_store(&sl->state, SLOT_ACTIVE);
-            s->n_busy++;
-            admitted[n_adm] = sl;
-            admitted_jobs[n_adm++] = j;
-        }
-        update_gauges(s);
         pthread_mutex_unlock(&s->mu);
 
         while (tk) { /* tasks (voice cloning ...) */
@@ -583,8 +568,35 @@ static void *engine(void *arg) {
             pthread_mutex_unlock(&s->mu);
             tk = next;
         }
-        /* joiners: prefill now, join at this frame boundary */
-        for (int i = 0; i < n_adm; i++) admit(s, admitted[i], admitted_jobs[i]);
+        /* joiners: prefill now, join at this frame boundary; one at a time,
+         * taking jobs that arrived during the last prefill too, until the
+         * prefills have used this boundary's budget. Why a budget: every
+         * prefill here delays the next frame of every running stream (all
+         * of them at once used to run: 8 arrivals stalled the others by 8
+         * prefills), and of a burst the first joiners reach their first
+         * audio sooner when the rest wait for the next boundary (BENCH.md,
+         * "Server", twelfth pass: 4 simultaneous requests). */
+        const double t_adm = now_s();
+        for (;;) {
+            slot *sl = NULL;
+            job *j = NULL;
+            pthread_mutex_lock(&s->mu);
+            for (int i = 0; i < s->p.n_slots && s->q_len > 0 && !s->stop && !sl; i++)
+                if (atomic_load(&s->slots[i].state) == SLOT_FREE) sl = &s->slots[i];
+            if (sl) {
+                j = s->queue[s->q_head];
+                s->q_head = (s->q_head + 1) % s->q_cap;
+                s->q_len--;
+                sl->j = j;
+                atomic_store(&sl->state, SLOT_ACTIVE);
+                s->n_busy++;
+                update_gauges(s);
+            }
+            pthread_mutex_unlock(&s->mu);
+            if (!sl) break;
+            admit(s, sl, j);
+            if ((now_s() - t_adm) * 1000.0 >= s->p.prefill_budget_ms) break;
+        }
         /* leavers: clients gone */
         for (int i = 0; i < s->p.n_slots; i++) {
             slot *sl = &s->slots[i];
@@ -603,6 +615,7 @@ static void *engine(void *arg) {
             step_s = now_s() - t;
             for (int i = 0; i < s->p.n_slots; i++) n_frames += s->slots[i].n_new;
             metrics_step(s->mx, n, n_frames, step_s, 0);
+            if (s->p.hooks.stepped) s->p.hooks.stepped(s->p.hooks.arg, n);
         }
         /* frames to the decode workers, finished streams to be drained; first
          * chunks and cancellations first (the order they run in inline) */
@@ -654,8 +667,10 @@ static void *engine(void *arg) {
 int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, char *err, size_t n) {
     *out = NULL;
     if (p->n_slots < 1 || p->n_slots > QTTS_MAX_BATCH || p->queue_depth < 0 || p->decode_threads < 0 ||
-        p->decode_threads > 64) {
-        snprintf(err, n, "slots must be in [1, %d], the queue depth >= 0 and decode threads in [0, 64]",
+        p->decode_threads > 64 || p->prefill_budget_ms < 0) {
+        snprintf(err, n,
+                 "slots must be in [1, %d], the queue depth >= 0, decode threads in [0, 64] and the prefill "
+                 "budget >= 0 ms",
                  QTTS_MAX_BATCH);
         return -1;
     }

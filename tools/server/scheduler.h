@@ -1,7 +1,7 @@
 /* The engine: one thread owning a qtts_batch of N slots (contexts), the only
  * thread that steps them. HTTP threads hand it jobs through a bounded queue;
  * between steps it admits queued jobs into free slots (their prefill runs
- * then), removes slots whose client went away, and steps every active slot
+ * then, within a time budget per step), removes slots whose client went away, and steps every active slot
  * together. Each slot's new frames go, a chunk at a time, to a decode worker
  * (slot i to worker i mod W) that runs the slot's streaming codec decoder
  * beside generation and appends the PCM to the job's buffer, waking the HTTP
@@ -29,6 +29,8 @@ typedef struct sched_hooks {
     /* by a decode worker after each frame of a chunk it decodes frame by
      * frame (done of n frames so far), before it looks for urgent tasks */
     void (*frame_decoded)(void *arg, int slot, int done, int n);
+    /* by the engine after each batched step, with the streams it stepped */
+    void (*stepped)(void *arg, int n_streams);
     void *arg;
 } sched_hooks;
 
@@ -40,6 +42,11 @@ typedef struct sched_params {
     int decode_threads;     /* decode workers; 0 = decode inline on the engine thread after each step */
     int lend_thread;        /* 1 = a worker with chunks queued borrows a model thread (qtts_model_lend_thread)
                                until its queue is empty */
+    int prefill_budget_ms;  /* at one frame boundary the engine admits queued jobs one at a time (jobs that
+                               arrive meanwhile included) until their prefills have taken this long; the
+                               first always runs. Running streams then wait at most this plus one prefill
+                               for their next frame, and of a burst the first few reach their first audio
+                               while the rest prefill at the next boundaries. 0 = one job per boundary */
     sched_hooks hooks;      /* all NULL: none */
 } sched_params;
 

@@ -36,6 +36,7 @@ server_config server_default_config(void) {
     c.chunk_frames = 4;
     c.warmup = 1;
     c.decode_threads = 1;
+    c.prefill_budget_ms = 100;
     c.drain_s = 5;
     c.verbose = 0;
     return c;
@@ -93,7 +94,8 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     } else if (cfg->queue_depth < 0 || cfg->max_connections < 1 || cfg->max_input_chars < 1 ||
                cfg->conn_timeout_s < 0 || cfg->request_timeout_s < 0 || cfg->first_chunk_frames < 1 ||
                cfg->first_chunk_frames > 64 || cfg->chunk_frames < 1 || cfg->chunk_frames > 64 || cfg->max_frames < 0 ||
-               cfg->drain_s < 0 || cfg->decode_threads < 0 || cfg->decode_threads > 64) {
+               cfg->drain_s < 0 || cfg->decode_threads < 0 || cfg->decode_threads > 64 ||
+               cfg->prefill_budget_ms < 0) {
         snprintf(err, n, "a limit is out of range (queue >= 0, connections >= 1, chunk frames in [1, 64], ...)");
         rc = -1;
     }
@@ -117,7 +119,7 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     }
     sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
                        .warmup = cfg->warmup, .decode_threads = cfg->decode_threads,
-                       .lend_thread = cfg->lend_thread};
+                       .lend_thread = cfg->lend_thread, .prefill_budget_ms = cfg->prefill_budget_ms};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {

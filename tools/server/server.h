@@ -46,6 +46,9 @@ typedef struct server_config {
                                    worker threads out of the pool until its queue is empty
                                    (qtts_model_lend_thread), so decoding beside generation does not
                                    oversubscribe the cores; default 0 */
+    int prefill_budget_ms;      /* prefills at one frame boundary stop once they have taken this long (the
+                                   first always runs; 0 = one per boundary): running streams wait at most
+                                   this plus one prefill; default 100 */
     int drain_s;                /* on stop: seconds running requests may take to finish; default 5 */
     int verbose;                /* 0 = warnings and errors, 1 = + one line per request, 2 = + debug */
 } server_config;
