@@ -7,4 +7,9 @@
 
 int loadgen_main(int argc, char **argv);
 
+/* The p-th percentile (0..100) of n sorted values by linear interpolation
+ * between order statistics (numpy's default, as qtts-bench): the median of
+ * an even count is the mean of the two middle values. NaN when n < 1. */
+double lg_percentile(const double *sorted, int n, double p);
+
 #endif
