@@ -171,8 +171,8 @@ static void write_md(const bench_report *r, FILE *f) {
     fprintf(f, "# qtts-bench report\n\n");
     fprintf(f, "**Definitions.** %s\n\n", definitions);
     fprintf(f, "| machine | |\n|---|---|\n");
-    fprintf(f, "| CPU | %s (%s), %d online CPUs, %.1f GiB RAM |\n", s->cpu_model, s->cpu_id[0] ? s->cpu_id : "id not recorded",
-            s->n_cpus, s->mem_total_gb);
+    fprintf(f, "| CPU | %s (%s), %d online CPUs, %.1f GiB RAM |\n", s->cpu_model,
+            s->cpu_id[0] ? s->cpu_id : "id not recorded", s->n_cpus, s->mem_total_gb);
     fprintf(f, "| read bandwidth |");
     for (int i = 0; i < r->n_bw; i++)
         fprintf(f, "%s %.1f GB/s with %d thread%s", i ? ";" : "", r->bw_gbps[i], r->bw_threads[i],
