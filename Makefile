@@ -98,8 +98,10 @@ $(BUILD)/libqtts.a: $(LIB_OBJ)
 $(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
 
-$(BUILD)/qtts-bench: $(BENCH_OBJ) $(BUILD)/libqtts.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
+# qtts-bench server is the server's load generator (an HTTP client: no server libraries)
+LOADGEN_OBJ := $(addprefix $(BUILD)/obj/tools/server/,loadgen.o client.o metrics.o)
+$(BUILD)/qtts-bench: $(BENCH_OBJ) $(LOADGEN_OBJ) $(BUILD)/libqtts.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LOADGEN_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
 
 $(BUILD)/qtts-server: $(SERVER_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(SERVER_OBJ) $(BUILD)/libqtts.a $(SERVER_LIBS) $(LDLIBS)

@@ -8,6 +8,7 @@
  * docs/BENCHMARKING.md; the report prints them. */
 #include "loadgen.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -133,8 +134,19 @@ double lg_percentile(const double *v, int n, double p) {
 
 static double pct(const double *v, int n, double p) { return lg_percentile(v, n, p); }
 
+/* A whole decimal in [lo, hi], or -1 (the caller says which option). */
+static int int_arg(const char *v, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    const long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
 static void usage(void) {
-    printf("usage: qtts-server --loadgen [--url http://127.0.0.1:8000] [--concurrency 1,2,4,8] [--requests N]\n"
+    printf("usage: qtts-server --loadgen [options]   or   qtts-bench server [options]\n"
+           "options:          [--url http://127.0.0.1:8000] [--concurrency 1,2,4,8] [--requests N]\n"
            "                  [--warmup N] [--text STR] [--voice NAME] [--instructions STR] [--language L]\n"
            "                  [--seed N] [--chunk-frames N] [--first-chunk-frames N] [--max-new-tokens N]\n"
            "                  [--frames N (exactly N frames per request, end of speech ignored)]\n"
@@ -204,7 +216,7 @@ int loadgen_main(int argc, char **argv) {
             return 0;
         }
         if (!v) {
-            fprintf(stderr, "qtts-server --loadgen: %s needs a value (or is unknown)\n", a);
+            fprintf(stderr, "loadgen: %s needs a value (or is unknown)\n", a);
             return 2;
         }
         i++;
@@ -215,35 +227,61 @@ int loadgen_main(int argc, char **argv) {
             if (hl >= sizeof o.host) hl = sizeof o.host - 1;
             memcpy(o.host, p, hl);
             o.host[hl] = 0;
-            o.port = colon ? atoi(colon + 1) : 80;
+            long port = 80;
+            char pbuf[16] = "";
+            if (colon) snprintf(pbuf, sizeof pbuf, "%.*s", (int)strcspn(colon + 1, "/"), colon + 1);
+            if (!hl || (colon && int_arg(pbuf, 1, 65535, &port))) {
+                fprintf(stderr, "loadgen: bad --url %s (want http://HOST:PORT)\n", v);
+                return 2;
+            }
+            o.port = (int)port;
+            continue;
         } else if (!strcmp(a, "--concurrency")) {
             o.n_levels = 0;
             for (const char *p = v; *p && o.n_levels < 16;) {
                 int c = atoi(p);
                 if (c < 1 || c > 256) {
-                    fprintf(stderr, "qtts-server --loadgen: bad --concurrency %s\n", v);
+                    fprintf(stderr, "loadgen: bad --concurrency %s\n", v);
                     return 2;
                 }
                 o.levels[o.n_levels++] = c;
                 p += strcspn(p, ",");
                 if (*p == ',') p++;
             }
-        } else if (!strcmp(a, "--requests")) o.requests = atoi(v);
-        else if (!strcmp(a, "--warmup")) o.warmup = atoi(v);
-        else if (!strcmp(a, "--rounds")) o.rounds = atoi(v);
+            continue;
+        }
+        /* numeric options: whole numbers in range, else a usage error (not atoi's silent 0) */
+        static const struct {
+            const char *name;
+            long lo, hi;
+        } nums[] = {{"--requests", 1, 100000},      {"--warmup", 0, 1000},       {"--rounds", 1, 1000},
+                    {"--seed", 0, 0x7fffffffL},     {"--chunk-frames", 1, 64},   {"--first-chunk-frames", 1, 64},
+                    {"--max-new-tokens", 1, 1 << 20}, {"--frames", 1, 1 << 20},  {"--timeout-s", 1, 86400}};
+        int is_num = -1;
+        for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+            if (!strcmp(a, nums[k].name)) is_num = (int)k;
+        long x = 0;
+        if (is_num >= 0 && int_arg(v, nums[is_num].lo, nums[is_num].hi, &x)) {
+            fprintf(stderr, "loadgen: %s takes a whole number in [%ld, %ld] (got '%s')\n", a, nums[is_num].lo,
+                    nums[is_num].hi, v);
+            return 2;
+        }
+        if (!strcmp(a, "--requests")) o.requests = (int)x;
+        else if (!strcmp(a, "--warmup")) o.warmup = (int)x;
+        else if (!strcmp(a, "--rounds")) o.rounds = (int)x;
         else if (!strcmp(a, "--text")) o.text = v;
         else if (!strcmp(a, "--voice")) o.voice = v;
         else if (!strcmp(a, "--instructions")) o.instructions = v;
         else if (!strcmp(a, "--language")) o.language = v;
-        else if (!strcmp(a, "--seed")) o.seed = atoll(v);
-        else if (!strcmp(a, "--chunk-frames")) o.chunk_frames = atoi(v);
-        else if (!strcmp(a, "--first-chunk-frames")) o.first_chunk_frames = atoi(v);
-        else if (!strcmp(a, "--max-new-tokens")) o.max_new_tokens = atoi(v);
-        else if (!strcmp(a, "--frames")) o.force_frames = atoi(v);
+        else if (!strcmp(a, "--seed")) o.seed = x;
+        else if (!strcmp(a, "--chunk-frames")) o.chunk_frames = (int)x;
+        else if (!strcmp(a, "--first-chunk-frames")) o.first_chunk_frames = (int)x;
+        else if (!strcmp(a, "--max-new-tokens")) o.max_new_tokens = (int)x;
+        else if (!strcmp(a, "--frames")) o.force_frames = (int)x;
         else if (!strcmp(a, "--api-key")) o.api_key = v;
-        else if (!strcmp(a, "--timeout-s")) o.timeout_ms = atoi(v) * 1000;
+        else if (!strcmp(a, "--timeout-s")) o.timeout_ms = (int)x * 1000;
         else {
-            fprintf(stderr, "qtts-server --loadgen: unknown option %s\n", a);
+            fprintf(stderr, "loadgen: unknown option %s\n", a);
             return 2;
         }
     }
@@ -255,7 +293,7 @@ int loadgen_main(int argc, char **argv) {
     if (!body) return 1;
     char *m0 = get_metrics(&o);
     if (!m0) {
-        fprintf(stderr, "qtts-server --loadgen: no /metrics from %s:%d: is the server running?\n", o.host, o.port);
+        fprintf(stderr, "loadgen: no /metrics from %s:%d: is the server running?\n", o.host, o.port);
         free(body);
         return 1;
     }

@@ -1,0 +1,94 @@
+#!/bin/sh
+# The load generator end to end, through both of its entry points
+# (`qtts-server --loadgen` and `qtts-bench server`), against a qtts-server it
+# starts on a free port with the tiny e2e_string checkpoint: every request
+# succeeds at each level, the tables have a row per level with the right
+# counts, the ratio table starts at 1.00x, the per-request TTFA lines are
+# there, the server's /metrics moved by the frames asked for; bad options are
+# usage errors (exit 2) and a server that is not there is an error (exit 1).
+# Needs curl.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+SRV="$BUILD/qtts-server"
+BENCH="$BUILD/qtts-bench"
+MODEL=tests/golden/data/e2e_string
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; }
+check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1" "$3"; fi; }
+if [ ! -x "$SRV" ] || [ ! -x "$BENCH" ]; then
+    echo "FAIL loadgen_run: $SRV or $BENCH is not built"
+    exit 1
+fi
+if ! command -v curl >/dev/null 2>&1; then
+    echo "SKIP loadgen_run: needs curl"
+    exit 0
+fi
+T=$(mktemp -d /tmp/qtts-loadgen-XXXXXX)
+PIDS=""
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+"$SRV" --model "$MODEL" --port 0 --port-file "$T/port" --threads 1 --slots 4 --queue 8 2>"$T/log" &
+PID=$!
+PIDS="$PID"
+i=0
+while [ ! -s "$T/port" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+PORT=$(cat "$T/port" 2>/dev/null)
+if [ -z "$PORT" ]; then
+    fail loadgen_run/start "no port file: $(cat "$T/log")"
+    exit 1
+fi
+URL="http://127.0.0.1:$PORT"
+i=0
+while [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/ready")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+
+frames_total() { curl -s "$URL/metrics" | awk '$1 == "qtts_frames_generated_total" {print $2}'; }
+
+# one sweep per entry point: levels 1 and 2, 2 requests each (2 at level 2), 3 forced frames, no cold request
+for entry in server bench; do
+    before=$(frames_total)
+    if [ $entry = server ]; then
+        "$SRV" --loadgen --url "$URL" --concurrency 1,2 --requests 2 --frames 3 --warmup 0 >"$T/out" 2>"$T/err"
+    else
+        "$BENCH" server --url "$URL" --concurrency 1,2 --requests 2 --frames 3 --warmup 0 >"$T/out" 2>"$T/err"
+    fi
+    rc=$?
+    after=$(frames_total)
+    check "loadgen_run/$entry/exit_0" "$([ $rc = 0 ]; echo $?)" "exit $rc: $(cat "$T/err")"
+    # | concurrency | requests | ok | ...: every request ok at both levels
+    check "loadgen_run/$entry/rows_all_ok" \
+        "$(grep -q '^| 1 | 2 | 2 | ' "$T/out" && grep -q '^| 2 | 2 | 2 | ' "$T/out"; echo $?)" "$(grep '^| [12] |' "$T/out")"
+    check "loadgen_run/$entry/ratio_table" "$(grep -q '^| 1 | 1.00x | 1.00x | 1.00x |' "$T/out"; echo $?)" \
+        "$(grep 'x |' "$T/out")"
+    check "loadgen_run/$entry/per_request_ttfa" \
+        "$([ "$(grep -c 'TTFA ms in request order: [0-9]* [0-9]*$' "$T/out")" = 2 ]; echo $?)" \
+        "$(grep 'TTFA ms' "$T/out")"
+    check "loadgen_run/$entry/interpolated_median_stated" "$(grep -q 'linear' "$T/out"; echo $?)" "definition missing"
+    # 4 requests x 3 frames (4 = max(requests, concurrency) per level)
+    check "loadgen_run/$entry/frames_generated" "$([ $((after - before)) = 12 ]; echo $?)" "$before -> $after"
+done
+
+"$BENCH" server --url "$URL" --requests many >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/bad_number "$([ $rc = 2 ] && grep -q -- "--requests takes a whole number" "$T/err"; echo $?)" \
+    "exit $rc: $(cat "$T/err")"
+"$SRV" --loadgen --url "http://127.0.0.1:x" >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/bad_url "$([ $rc = 2 ] && grep -q "bad --url" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
+"$BENCH" server --url "$URL" --frobnicate 1 >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/unknown_option "$([ $rc = 2 ] && grep -q frobnicate "$T/err"; echo $?)" "exit $rc"
+
+kill -TERM "$PID"
+wait "$PID"
+rc=$?
+PIDS=""
+# nothing listens on the port now
+"$BENCH" server --url "$URL" --concurrency 1 --requests 1 --frames 1 >/dev/null 2>"$T/err"
+rc2=$?
+check loadgen_run/no_server "$([ $rc2 = 1 ] && grep -q "no /metrics" "$T/err"; echo $?)" "exit $rc2: $(cat "$T/err")"
+check loadgen_run/server_exit_0 "$([ $rc = 0 ]; echo $?)" "exit $rc"
