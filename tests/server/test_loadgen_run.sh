@@ -76,6 +76,9 @@ done
 rc=$?
 check loadgen_run/bad_number "$([ $rc = 2 ] && grep -q -- "--requests takes a whole number" "$T/err"; echo $?)" \
     "exit $rc: $(cat "$T/err")"
+"$BENCH" server --url "$URL" --concurrency 1,2x >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/bad_concurrency "$([ $rc = 2 ] && grep -q "bad --concurrency" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
 "$SRV" --loadgen --url "http://127.0.0.1:x" >/dev/null 2>"$T/err"
 rc=$?
 check loadgen_run/bad_url "$([ $rc = 2 ] && grep -q "bad --url" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"

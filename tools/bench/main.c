@@ -1,6 +1,7 @@
 /* qtts-bench: command-line entry. Subcommands: run (default), make-model,
  * compare, quality, wer, bandwidth, peak, server (the load generator of
- * tools/server/loadgen.c, shared with `qtts-server --loadgen`), suite. See usage() and docs/BENCH.md. */
+ * tools/server/loadgen.c, shared with `qtts-server --loadgen`), suite. See
+ * usage() and docs/BENCH.md. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -118,7 +118,6 @@ static int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* nearest-rank percentile of n sorted values */
 /* Linear interpolation, not nearest rank: with 8 requests a nearest-rank
  * median is the 4th fastest, and a burst whose first half is served early
  * and second half late reads as if all were served early. */
@@ -238,15 +237,22 @@ int loadgen_main(int argc, char **argv) {
             continue;
         } else if (!strcmp(a, "--concurrency")) {
             o.n_levels = 0;
-            for (const char *p = v; *p && o.n_levels < 16;) {
-                int c = atoi(p);
-                if (c < 1 || c > 256) {
-                    fprintf(stderr, "loadgen: bad --concurrency %s\n", v);
+            for (const char *p = v; *p;) {
+                char item[16];
+                const size_t len = strcspn(p, ",");
+                long c = 0;
+                snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+                if (o.n_levels == 16 || len >= sizeof item || int_arg(item, 1, 256, &c)) {
+                    fprintf(stderr, "loadgen: bad --concurrency %s (up to 16 levels of 1..256, comma-separated)\n", v);
                     return 2;
                 }
-                o.levels[o.n_levels++] = c;
-                p += strcspn(p, ",");
+                o.levels[o.n_levels++] = (int)c;
+                p += len;
                 if (*p == ',') p++;
+            }
+            if (!o.n_levels) {
+                fprintf(stderr, "loadgen: bad --concurrency %s\n", v);
+                return 2;
             }
             continue;
         }
