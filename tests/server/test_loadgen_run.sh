@@ -13,9 +13,7 @@ BUILD=${BUILD:-build}
 SRV="$BUILD/qtts-server"
 BENCH="$BUILD/qtts-bench"
 MODEL=tests/golden/data/e2e_string
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1" "$3"; fi; }
+. tests/server/lib.sh
 if [ ! -x "$SRV" ] || [ ! -x "$BENCH" ]; then
     echo "FAIL loadgen_run: $SRV or $BENCH is not built"
     exit 1
@@ -35,16 +33,13 @@ trap cleanup EXIT
 "$SRV" --model "$MODEL" --port 0 --port-file "$T/port" --threads 1 --slots 4 --queue 8 2>"$T/log" &
 PID=$!
 PIDS="$PID"
-i=0
-while [ ! -s "$T/port" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-PORT=$(cat "$T/port" 2>/dev/null)
+PORT=$(wait_port "$T/port")
 if [ -z "$PORT" ]; then
     fail loadgen_run/start "no port file: $(cat "$T/log")"
     exit 1
 fi
 URL="http://127.0.0.1:$PORT"
-i=0
-while [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/ready")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+wait_ready "$URL"
 
 frames_total() { curl -s "$URL/metrics" | awk '$1 == "qtts_frames_generated_total" {print $2}'; }
 

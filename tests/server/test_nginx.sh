@@ -12,10 +12,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 BIN="$(pwd)/$BUILD/qtts-server"
 MODEL=tests/golden/data/e2e_string
-FAILED=0
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; FAILED=1; }
-check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1" "$3"; fi; }
+. tests/server/lib.sh
 NGINX=$(command -v nginx || ls /usr/sbin/nginx 2>/dev/null)
 if [ -z "$NGINX" ]; then
     echo "SKIP nginx: nginx is not installed (sh scripts/install-server-test-deps.sh)"
@@ -48,15 +45,6 @@ free_port() {
     else
         echo $((20000 + $$ % 20000))
     fi
-}
-wait_port() {
-    i=0
-    while [ ! -s "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    cat "$1" 2>/dev/null
-}
-wait_ready() {
-    i=0
-    while [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/ready")" != 200 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 }
 start_server() { # NAME: starts, sets PORT_NAME and PID_NAME
     "$BIN" --model "$MODEL" --port 0 --port-file "$T/$1.port" --slots 2 --queue 4 --drain 60 --threads 1 2>"$T/$1.log" &

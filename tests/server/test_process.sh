@@ -8,9 +8,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
 BIN="$BUILD/qtts-server"
 MODEL=tests/golden/data/e2e_string
-ok() { echo "ok $1"; }
-fail() { echo "FAIL $1: $2"; }
-check() { if [ "$2" = 0 ]; then ok "$1"; else fail "$1" "$3"; fi; }
+. tests/server/lib.sh
 if [ ! -x "$BIN" ]; then
     echo "FAIL server_process: $BIN is not built"
     exit 1
@@ -27,12 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_port FILE: the port written by --port-file (up to 60 s)
-wait_port() {
-    i=0
-    while [ ! -s "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-    cat "$1" 2>/dev/null
-}
 
 "$BIN" --help >"$T/help" 2>&1
 rc=$?
@@ -63,8 +55,7 @@ if [ -z "$PORT" ]; then
     exit 1
 fi
 URL="http://127.0.0.1:$PORT"
-i=0
-while [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/ready")" != 200 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+wait_ready "$URL"
 code=$(curl -s -o "$T/h" -w '%{http_code}' "$URL/health")
 check process/port_file_and_health "$([ "$code" = 200 ]; echo $?)" "health $code"
 
