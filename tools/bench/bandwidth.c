@@ -1,6 +1,6 @@
 /* The memory read bandwidth probe of qtts-bench (the denominator of the
  * roofline column) and the `bandwidth` command. Dataflow: a buffer larger
- * than the caches, split among n threads started together at a barrier ->
+ * than the caches, split among n threads released together (threads.c) ->
  * each thread XOR-reduces its share with the widest vector loads the CPU has
  * (chosen at run time: AVX-512, AVX2, else a scalar loop) -> bytes / time of
  * the slowest thread, best of reps passes.
@@ -14,7 +14,6 @@
  * overstated how close a kernel was to the floor. The loops XOR into 4
  * independent accumulators so that no dependency chain limits the loads in
  * flight; `qtts-bench bandwidth --method` runs any one of them. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,64 +128,46 @@ uint64_t bw_read_xor(bw_method m, const uint64_t *p, size_t n) {
 /* ---------------------------------------------------------------- measurement */
 
 typedef struct bw_job {
-    const uint64_t *p;
-    size_t n;
+    const uint64_t *buf;
+    size_t n, per; /* words in all; words a thread (the last takes the rest) */
+    int n_threads;
     bw_method method;
-    uint64_t sum;
-    pthread_barrier_t *bar;
-    double t_end;
+    uint64_t sum[BENCH_MAX_THREADS];
 } bw_job;
 
-static void *bw_main(void *arg) {
+static void bw_share(void *arg, int t) {
     bw_job *j = arg;
-    pthread_barrier_wait(j->bar);
-    j->sum = bw_read_xor(j->method, j->p, j->n);
-    j->t_end = bench_now_ms();
-    return NULL;
+    const size_t off = j->per * (size_t)t, len = t == j->n_threads - 1 ? j->n - off : j->per;
+    j->sum[t] = bw_read_xor(j->method, j->buf + off, len);
 }
 
 double measure_read_bandwidth(size_t buf_bytes, int n_threads, int reps, bw_method method) {
     if (n_threads < 1) n_threads = 1;
-    if (n_threads > 256) n_threads = 256;
+    if (n_threads > BENCH_MAX_THREADS) n_threads = BENCH_MAX_THREADS;
     if (!bw_method_supported(method)) return 0;
     const size_t n = buf_bytes / 8;
     void *mem = NULL;
     if (n == 0 || posix_memalign(&mem, 4096, n * 8)) return 0;
     uint64_t *buf = mem;
     for (size_t i = 0; i < n; i++) buf[i] = i * 0x9e3779b97f4a7c15ull; /* touch every page */
+    bw_job *j = malloc(sizeof *j);
+    if (!j) {
+        free(buf);
+        return 0;
+    }
+    /* each share starts 64-byte aligned */
+    *j = (bw_job){.buf = buf, .n = n, .per = n / (size_t)n_threads & ~(size_t)7, .n_threads = n_threads, .method = method};
     double best = 0;
     volatile uint64_t sink = 0;
     for (int r = 0; r < reps; r++) {
-        pthread_barrier_t bar;
-        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
-        bw_job jobs[256];
-        pthread_t th[256];
-        const size_t per = n / (size_t)n_threads & ~(size_t)7; /* each share starts 64-byte aligned */
-        int nt = 0;
-        for (int t = 0; t < n_threads; t++) {
-            jobs[t] = (bw_job){buf + per * (size_t)t, t == n_threads - 1 ? n - per * (size_t)t : per, method, 0, &bar,
-                               0};
-            if (pthread_create(&th[t], NULL, bw_main, &jobs[t]) == 0) nt++;
-            else break;
-        }
-        if (nt < n_threads) { /* could not start every thread: no measurement */
-            for (int t = 0; t < nt; t++) pthread_cancel(th[t]);
-            pthread_barrier_destroy(&bar);
-            break;
-        }
-        const double t0 = bench_now_ms();
-        pthread_barrier_wait(&bar);
-        double t1 = t0;
-        for (int t = 0; t < nt; t++) {
-            pthread_join(th[t], NULL);
-            sink ^= jobs[t].sum;
-            if (jobs[t].t_end > t1) t1 = jobs[t].t_end;
-        }
-        pthread_barrier_destroy(&bar);
-        const double gbps = (double)(n * 8) / ((t1 - t0) * 1e6);
+        const double ms = bench_run_threads(n_threads, bw_share, j);
+        if (ms < 0) break; /* could not start every thread: no measurement */
+        for (int t = 0; t < n_threads; t++) sink ^= j->sum[t];
+        const double gbps = (double)(n * 8) / (ms * 1e6);
         if (gbps > best) best = gbps;
     }
     (void)sink;
+    free(j);
     free(buf);
     return best;
 }

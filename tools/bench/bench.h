@@ -101,6 +101,12 @@ double rss_now_mib(void);
 
 double bench_now_ms(void);
 
+/* threads.c: fn(arg, t) for t = 0..n-1 on n threads released together; the
+ * ms from the release to the end of the slowest, or -1 when not all n could
+ * be started (then none ran). n in [1, BENCH_MAX_THREADS]. */
+#define BENCH_MAX_THREADS 256
+double bench_run_threads(int n, void (*fn)(void *arg, int t), void *arg);
+
 /* ---------------------------------------------------------------- peak.c */
 
 /* The arithmetic peak probe: f32 and int8 multiply-adds per second with the

@@ -3,7 +3,7 @@
  * multiply-adds the CPU retires per second on n threads, with the
  * instructions the engine's kernels use on it (chosen at run time: AVX-512
  * FMA and VNNI vpdpbusd, AVX2 FMA and vpmaddubsw + vpmaddwd, else scalar).
- * Dataflow: n threads started together at a barrier -> each runs 12
+ * Dataflow: n threads released together (bench_run_threads) -> each runs 12
  * independent accumulator chains of one instruction for a fixed count ->
  * operations / time of the slowest thread, best of reps passes.
  *
@@ -17,7 +17,6 @@
  * Each loop also returns a checksum of its accumulators, which the tests
  * compare with the value the arithmetic must give (inputs of 1 make every
  * step exact), so a loop that skipped work would fail. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,54 +186,28 @@ typedef struct pk_job {
     peak_kind kind;
     peak_method method;
     long iters;
-    double sum;
-    pthread_barrier_t *bar;
-    double t_end;
+    double sum[BENCH_MAX_THREADS];
 } pk_job;
 
-static void *pk_main(void *arg) {
+static void pk_loop(void *arg, int t) {
     pk_job *j = arg;
-    pthread_barrier_wait(j->bar);
-    j->sum = peak_loop(j->kind, j->method, j->iters);
-    j->t_end = bench_now_ms();
-    return NULL;
+    j->sum[t] = peak_loop(j->kind, j->method, j->iters);
 }
 
 double measure_peak(peak_kind k, peak_method m, int n_threads, int reps) {
     if (n_threads < 1) n_threads = 1;
-    if (n_threads > 256) n_threads = 256;
+    if (n_threads > BENCH_MAX_THREADS) n_threads = BENCH_MAX_THREADS;
     if (!peak_method_supported(k, m)) return 0;
     /* about 40 ms a pass on a core that retires two 512-bit ops a cycle */
-    const long iters = m == PK_SCALAR ? 1L << 22 : 1L << 23;
+    pk_job j = {.kind = k, .method = m, .iters = m == PK_SCALAR ? 1L << 22 : 1L << 23};
     double best = 0;
     volatile double sink = 0;
     for (int r = 0; r < reps; r++) {
-        pthread_barrier_t bar;
-        pthread_barrier_init(&bar, NULL, (unsigned)n_threads + 1);
-        pk_job jobs[256];
-        pthread_t th[256];
-        int nt = 0;
-        for (int t = 0; t < n_threads; t++) {
-            jobs[t] = (pk_job){k, m, iters, 0, &bar, 0};
-            if (pthread_create(&th[t], NULL, pk_main, &jobs[t]) == 0) nt++;
-            else break;
-        }
-        if (nt < n_threads) { /* could not start every thread: no measurement */
-            for (int t = 0; t < nt; t++) pthread_cancel(th[t]);
-            pthread_barrier_destroy(&bar);
-            break;
-        }
-        const double t0 = bench_now_ms();
-        pthread_barrier_wait(&bar);
-        double t1 = t0;
-        for (int t = 0; t < nt; t++) {
-            pthread_join(th[t], NULL);
-            sink += jobs[t].sum;
-            if (jobs[t].t_end > t1) t1 = jobs[t].t_end;
-        }
-        pthread_barrier_destroy(&bar);
-        const double ops = 12.0 * (double)iters * macs_per_op(k, m) * (double)nt;
-        const double g = ops / ((t1 - t0) * 1e6);
+        const double ms = bench_run_threads(n_threads, pk_loop, &j);
+        if (ms < 0) break; /* could not start every thread: no measurement */
+        for (int t = 0; t < n_threads; t++) sink += j.sum[t];
+        const double ops = 12.0 * (double)j.iters * macs_per_op(k, m) * (double)n_threads;
+        const double g = ops / (ms * 1e6);
         if (g > best) best = g;
     }
     (void)sink;
