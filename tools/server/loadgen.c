@@ -131,8 +131,6 @@ double lg_percentile(const double *v, int n, double p) {
     return v[k] + (x - k) * (v[k + 1] - v[k]);
 }
 
-static double pct(const double *v, int n, double p) { return lg_percentile(v, n, p); }
-
 /* A whole decimal in [lo, hi], or -1 (the caller says which option). */
 static int int_arg(const char *v, long lo, long hi, long *out) {
     char *end;
@@ -404,10 +402,10 @@ int loadgen_main(int argc, char **argv) {
         if (ok < x->n) rc = 1;
         e2e_at[li] = x->audio / x->wall;
         gen_at[li] = x->step_s > 0 ? x->frames * 0.08 / x->step_s : NAN;
-        ttfa_at[li] = pct(ttfa, ok, 50);
+        ttfa_at[li] = lg_percentile(ttfa, ok, 50);
         printf("| %d | %d | %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.1f | %.1f | %.1f | %.2f |\n",
-               o.levels[li], x->n, ok, pct(ttfa, ok, 50), pct(ttfa, ok, 95), pct(rtf, ok, 50), pct(rtf, ok, 95),
-               e2e_at[li], gen_at[li], x->steps > 0 ? x->sstreams / x->steps : NAN,
+               o.levels[li], x->n, ok, ttfa_at[li], lg_percentile(ttfa, ok, 95), lg_percentile(rtf, ok, 50),
+               lg_percentile(rtf, ok, 95), e2e_at[li], gen_at[li], x->steps > 0 ? x->sstreams / x->steps : NAN,
                x->steps > 0 ? 1000 * x->step_s / x->steps : NAN, x->frames > 0 ? 1000 * x->dec_s / x->frames : NAN,
                x->pre_n > 0 ? 1000 * x->pre_s / x->pre_n : NAN, x->load);
         free(ttfa);
