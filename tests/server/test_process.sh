@@ -41,7 +41,7 @@ rc=$?
 check process/bad_port "$([ $rc = 2 ]; echo $?)" "exit $rc"
 "$BIN" --model "$MODEL" --prefill-budget-ms -1 >/dev/null 2>"$T/err"
 rc=$?
-check process/bad_prefill_budget "$([ $rc = 2 ] && grep -q -- "--prefill-budget-ms" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
+check process/bad_prefill_budget "$([ $rc = 2 ] && grep -q -- "--prefill-budget-ms needs an integer in \[0," "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
 "$BIN" --model "$T/nothing-here" --port 0 >/dev/null 2>"$T/err"
 rc=$?
 check process/missing_model_folder "$([ $rc = 1 ] && [ -s "$T/err" ]; echo $?)" "exit $rc"
