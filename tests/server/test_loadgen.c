@@ -23,5 +23,24 @@ int main(void) {
               lg_percentile(odd, 1, 95) == 1,
           "ends wrong");
     CHECK("loadgen: no values, no percentile", isnan(lg_percentile(odd, 0, 50)), "not NaN");
+    /* --frames auto: 15 characters a second (4.5 for CJK) at 12.5 frames a second, rounded up */
+    const char *ryan = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
+    CHECK("loadgen: auto frames of the default text (82 characters: 5.47 s, 69 frames)",
+          lg_typical_frames(ryan) == 69, "%d", lg_typical_frames(ryan));
+    CHECK("loadgen: 15 Latin characters are one second, 12.5 frames rounded up to 13",
+          lg_typical_frames("abcdefghijklmno") == 13, "%d", lg_typical_frames("abcdefghijklmno"));
+    /* 9 ideographs (3 bytes each) = 2 s = 25 frames; counting bytes would give 27 s */
+    CHECK("loadgen: CJK characters count 4.5 a second, by character not byte",
+          lg_typical_frames("\xe7\x8e\x8b\xe5\x85\x88\xe7\x94\x9f\xe4\xbd\xa0\xe6\x98\x8e\xe5\xa4\xa9"
+                            "\xe4\xb8\x8b\xe5\x8d\x88\xe4\xb8\x89") == 25,
+          "%d", lg_typical_frames("\xe7\x8e\x8b\xe5\x85\x88\xe7\x94\x9f\xe4\xbd\xa0\xe6\x98\x8e"
+                                  "\xe5\xa4\xa9\xe4\xb8\x8b\xe5\x8d\x88\xe4\xb8\x89"));
+    CHECK("loadgen: an accented Latin letter is one character (2 bytes)",
+          lg_typical_frames("\xc3\xa9") == lg_typical_frames("e"), "%d vs %d", lg_typical_frames("\xc3\xa9"),
+          lg_typical_frames("e"));
+    CHECK("loadgen: empty text still one frame; broken UTF-8 counts byte by byte without overrunning",
+          lg_typical_frames("") == 1 && lg_typical_frames("\xe7\x8e") == lg_typical_frames("ab") &&
+              lg_typical_frames("\x80\xff") == lg_typical_frames("ab"),
+          "%d %d %d", lg_typical_frames(""), lg_typical_frames("\xe7\x8e"), lg_typical_frames("\x80\xff"));
     return test_finish();
 }

@@ -67,6 +67,14 @@ for entry in server bench; do
     check "loadgen_run/$entry/frames_generated" "$([ $((after - before)) = 12 ]; echo $?)" "$before -> $after"
 done
 
+# --frames auto: "Hi there." is 9 characters, 0.6 s at 15 a second, 7.5 frames -> 8 per request
+before=$(frames_total)
+"$BENCH" server --url "$URL" --concurrency 1 --requests 1 --warmup 0 --text "Hi there." --frames auto >"$T/out" 2>"$T/err"
+rc=$?
+after=$(frames_total)
+check loadgen_run/frames_auto "$([ $rc = 0 ] && [ $((after - before)) = 8 ] && grep -q 'exactly 8 frames' "$T/out"; echo $?)" \
+    "exit $rc, frames $before -> $after: $(grep frames "$T/out") $(cat "$T/err")"
+
 "$BENCH" server --url "$URL" --requests many >/dev/null 2>"$T/err"
 rc=$?
 check loadgen_run/bad_number "$([ $rc = 2 ] && grep -q -- "--requests takes a whole number" "$T/err"; echo $?)" \

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,12 +142,40 @@ static int int_arg(const char *v, long lo, long hi, long *out) {
     return 0;
 }
 
+int lg_typical_frames(const char *text) {
+    double seconds = 0;
+    const unsigned char *p = (const unsigned char *)text;
+    while (p && *p) {
+        uint32_t cp = *p;
+        int len = 1;
+        if (cp >= 0xC0 && cp < 0xE0) len = 2, cp &= 0x1F;
+        else if (cp >= 0xE0 && cp < 0xF0) len = 3, cp &= 0x0F;
+        else if (cp >= 0xF0 && cp < 0xF8) len = 4, cp &= 0x07;
+        else if (cp >= 0x80) len = 0; /* a stray continuation or invalid lead byte */
+        for (int k = 1; k < len; k++) {
+            if ((p[k] & 0xC0) != 0x80) { /* truncated sequence: the lead byte alone */
+                len = 0;
+                break;
+            }
+            cp = cp << 6 | (p[k] & 0x3F);
+        }
+        if (len == 0) len = 1, cp = 0xFFFD;
+        const int cjk = (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x9FFF) ||
+                        (cp >= 0xAC00 && cp <= 0xD7AF) || (cp >= 0xF900 && cp <= 0xFAFF);
+        seconds += cjk ? 1 / 4.5 : 1 / 15.0;
+        p += len;
+    }
+    const int frames = (int)ceil(seconds * 12.5 - 1e-9);
+    return frames < 1 ? 1 : frames;
+}
+
 static void usage(void) {
     printf("usage: qtts-server --loadgen [options]   or   qtts-bench server [options]\n"
            "options:          [--url http://127.0.0.1:8000] [--concurrency 1,2,4,8] [--requests N]\n"
            "                  [--warmup N] [--text STR] [--voice NAME] [--instructions STR] [--language L]\n"
            "                  [--seed N] [--chunk-frames N] [--first-chunk-frames N] [--max-new-tokens N]\n"
-           "                  [--frames N (exactly N frames per request, end of speech ignored)]\n"
+           "                  [--frames N|auto (exactly N frames per request, end of speech ignored; auto: the\n"
+           "                   text's length at a typical speaking rate, for random checkpoints)]\n"
            "                  [--rounds N (repeat the sweep, levels interleaved; default 1)]\n"
            "                  [--api-key KEY] [--timeout-s S]\n"
            "Sends R = max(N, C) streamed pcm requests at each concurrency C (default N = 8) and prints a\n"
@@ -200,6 +229,7 @@ int loadgen_main(int argc, char **argv) {
     memcpy(o.levels, def_levels, sizeof def_levels);
     o.n_levels = 4;
     o.requests = 8;
+    int frames_auto = 0;
     o.warmup = 1;
     o.rounds = 1;
     o.text = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
@@ -254,6 +284,10 @@ int loadgen_main(int argc, char **argv) {
             }
             continue;
         }
+        if (!strcmp(a, "--frames") && !strcmp(v, "auto")) {
+            frames_auto = 1;
+            continue;
+        }
         /* numeric options: whole numbers in range, else a usage error (not atoi's silent 0) */
         static const struct {
             const char *name;
@@ -266,8 +300,8 @@ int loadgen_main(int argc, char **argv) {
             if (!strcmp(a, nums[k].name)) is_num = (int)k;
         long x = 0;
         if (is_num >= 0 && int_arg(v, nums[is_num].lo, nums[is_num].hi, &x)) {
-            fprintf(stderr, "loadgen: %s takes a whole number in [%ld, %ld] (got '%s')\n", a, nums[is_num].lo,
-                    nums[is_num].hi, v);
+            fprintf(stderr, "loadgen: %s takes a whole number in [%ld, %ld]%s (got '%s')\n", a, nums[is_num].lo,
+                    nums[is_num].hi, strcmp(a, "--frames") ? "" : " or auto", v);
             return 2;
         }
         if (!strcmp(a, "--requests")) o.requests = (int)x;
@@ -281,7 +315,7 @@ int loadgen_main(int argc, char **argv) {
         else if (!strcmp(a, "--chunk-frames")) o.chunk_frames = (int)x;
         else if (!strcmp(a, "--first-chunk-frames")) o.first_chunk_frames = (int)x;
         else if (!strcmp(a, "--max-new-tokens")) o.max_new_tokens = (int)x;
-        else if (!strcmp(a, "--frames")) o.force_frames = (int)x;
+        else if (!strcmp(a, "--frames")) o.force_frames = (int)x, frames_auto = 0;
         else if (!strcmp(a, "--api-key")) o.api_key = v;
         else if (!strcmp(a, "--timeout-s")) o.timeout_ms = (int)x * 1000;
         else {
@@ -291,6 +325,7 @@ int loadgen_main(int argc, char **argv) {
     }
     if (o.requests < 1) o.requests = 1;
     if (o.rounds < 1) o.rounds = 1;
+    if (frames_auto) o.force_frames = lg_typical_frames(o.text);
     char vbuf[128];
     pick_voice(&o, vbuf, sizeof vbuf);
     char *body = make_body(&o);
@@ -320,7 +355,9 @@ int loadgen_main(int argc, char **argv) {
            o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
            o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
     printf("# text: %s\n", o.text);
-    if (o.force_frames) printf("# every request generates exactly %d frames (%.2f s; end of speech ignored)\n", o.force_frames, o.force_frames * 0.08);
+    if (o.force_frames)
+        printf("# every request generates exactly %d frames (%.2f s; end of speech ignored%s)\n", o.force_frames,
+               o.force_frames * 0.08, frames_auto ? "; auto: the text at a typical speaking rate" : "");
     for (int i = 0; i < o.warmup; i++) {
         result r;
         one_request(&o, body, &r);
