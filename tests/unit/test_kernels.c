@@ -1099,6 +1099,51 @@ static void test_attn_head(void) {
     free(V);
 }
 
+/* A table's fused attn_head must give exactly the bits of its own dot /
+ * ops_softmax / axpy composition (the definition ops_attn_head falls back
+ * to), for head sizes with and without a vector tail and over a block of
+ * 128, and for 1 to 300 positions. */
+static void test_attn_head_fused(void) {
+    static const int hds[] = {128, 64, 80, 100, 136, 256, 7};
+    static const int nps[] = {1, 2, 17, 300};
+    enum { MAXHD = 256, MAXNP = 300, KVS = 2 * MAXHD + 3 };
+    float *K = malloc(sizeof(float) * MAXNP * KVS), *V = malloc(sizeof(float) * MAXNP * KVS);
+    float q[MAXHD], sc[MAXNP], out[MAXHD + 1], ref[MAXHD];
+    fill(q, MAXHD, 1.0f);
+    fill(K, (size_t)MAXNP * KVS, 1.0f);
+    fill(V, (size_t)MAXNP * KVS, 1.0f);
+    int fused = 0;
+    for (int t = 0; t < n_tables; t++) {
+        const ops_kernels *k = tables[t];
+        if (!k->attn_head) continue;
+        fused++;
+        int bad = 0;
+        char why[160] = "";
+        for (size_t a = 0; a < sizeof hds / sizeof hds[0]; a++)
+            for (size_t b = 0; b < sizeof nps / sizeof nps[0]; b++) {
+                const int hd = hds[a], np = nps[b];
+                const float scale = 1.0f / sqrtf((float)hd);
+                for (int j = 0; j < np; j++) sc[j] = k->dot(q, K + (size_t)j * KVS + 1, hd) * scale;
+                ops_softmax(sc, np);
+                for (int i = 0; i < hd; i++) ref[i] = 0.0f;
+                for (int j = 0; j < np; j++) k->axpy(ref, sc[j], V + (size_t)j * KVS + 1, hd);
+                out[hd] = 42.0f;
+                k->attn_head(q, K + 1, V + 1, KVS, np, hd, scale, sc, out);
+                if (memcmp(out, ref, sizeof(float) * hd) || out[hd] != 42.0f) {
+                    bad++;
+                    snprintf(why, sizeof why, "hd %d, %d positions differ from dot/softmax/axpy (or wrote past hd)",
+                             hd, np);
+                }
+            }
+        char name[64];
+        snprintf(name, sizeof name, "attn_head_fused_bits_%s", k->name);
+        CHECK(name, bad == 0, "%s", why);
+    }
+    if (!fused) test_skip("attn_head_fused_bits", "no table on this CPU has a fused attention kernel");
+    free(K);
+    free(V);
+}
+
 /* ------------------------------------------------------------ convolutions */
 
 static int conv_t_out(int t_in, int k, int s, int d) { return t_in < d * (k - 1) + 1 ? 0 : (t_in - d * (k - 1) - 1) / s + 1; }
@@ -1904,6 +1949,7 @@ int main(void) {
     test_pool_async();
     test_dot_axpy();
     test_attn_head();
+    test_attn_head_fused();
     test_conv1d_kernels();
     test_conv1d_streaming();
     test_conv_transpose_kernels();

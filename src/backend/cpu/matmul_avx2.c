@@ -311,6 +311,38 @@ static void axpy_avx2(float *y, float a, const float *x, int n) {
     for (; j < n; j++) y[j] = fmaf(a, x[j], y[j]);
 }
 
+/* ops_attn_head with dot_avx2 and axpy_avx2 inlined: the weighted sum of V
+ * keeps up to 64 outputs in registers across the positions, each element
+ * through the same fma sequence from 0 as the axpy calls (the tail past a
+ * multiple of 8 by fmaf, as axpy_avx2): the same bits. */
+static void attn_head_avx2(const float *q, const float *K, const float *V, size_t kv_stride, int np, int hd,
+                           float scale, float *scores, float *out) {
+    for (int j = 0; j < np; j++) scores[j] = dot_avx2(q, K + (size_t)j * kv_stride, hd) * scale;
+    ops_softmax(scores, np);
+    const int hv = hd / 8 * 8;
+    for (int c0 = 0; c0 < hv; c0 += 64) {
+        const int nv = (hv - c0 < 64 ? hv - c0 : 64) / 8;
+        __m256 acc[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) acc[v] = _mm256_setzero_ps();
+        for (int j = 0; j < np; j++) {
+            const __m256 p = _mm256_set1_ps(scores[j]);
+            const float *x = V + (size_t)j * kv_stride + c0;
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                if (v < nv) acc[v] = _mm256_fmadd_ps(p, _mm256_loadu_ps(x + 8 * v), acc[v]);
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++)
+            if (v < nv) _mm256_storeu_ps(out + c0 + 8 * v, acc[v]);
+    }
+    for (int t = hv; t < hd; t++) {
+        float y = 0.0f;
+        for (int j = 0; j < np; j++) y = fmaf(scores[j], V[(size_t)j * kv_stride + t], y);
+        out[t] = y;
+    }
+}
+
 void ops_fill_avx2(ops_kernels *k) {
     k->mm[OPS_WF_F32] = mm_f32_avx2;
     k->mm[OPS_WF_F16] = mm_f16_avx2;
@@ -325,4 +357,5 @@ void ops_fill_avx2(ops_kernels *k) {
     k->mm_bf16_dp = NULL;
     k->dot = dot_avx2;
     k->axpy = axpy_avx2;
+    k->attn_head = attn_head_avx2;
 }

@@ -652,6 +652,35 @@ static void axpy_avx512(float *y, float a, const float *x, int n) {
     }
 }
 
+/* ops_attn_head with this table's dot and axpy inlined: the scores are
+ * dot_avx512 itself, and the weighted sum of V keeps up to 128 outputs in
+ * registers across the positions (out = fma(p_j, V_j, out) for j = 0, 1, ...
+ * per element, as the axpy calls do from out = 0), so the same bits without a
+ * call, a load and a store of out per position. */
+static void attn_head_avx512(const float *q, const float *K, const float *V, size_t kv_stride, int np, int hd,
+                             float scale, float *scores, float *out) {
+    for (int j = 0; j < np; j++) scores[j] = dot_avx512(q, K + (size_t)j * kv_stride, hd) * scale;
+    ops_softmax(scores, np);
+    for (int c0 = 0; c0 < hd; c0 += 128) {
+        const int w = hd - c0 < 128 ? hd - c0 : 128, nv = (w + 15) / 16;
+        const __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xFFFFu);
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) acc[v] = _mm512_setzero_ps();
+        for (int j = 0; j < np; j++) {
+            const __m512 p = _mm512_set1_ps(scores[j]);
+            const float *x = V + (size_t)j * kv_stride + c0;
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                if (v < nv)
+                    acc[v] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(v == nv - 1 ? last : 0xFFFF, x + 16 * v), acc[v]);
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; v++)
+            if (v < nv) _mm512_mask_storeu_ps(out + c0 + 16 * v, v == nv - 1 ? last : 0xFFFF, acc[v]);
+    }
+}
+
 /* ------------------------------------------------------------ SwiGLU */
 
 /* e^x for x clamped to [-104, 89] (beyond it e^x is 0 or overflows anyway):
@@ -712,5 +741,6 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
     k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
     k->dot = dot_avx512;
     k->axpy = axpy_avx512;
+    k->attn_head = attn_head_avx512;
     k->swiglu = swiglu_avx512;
 }

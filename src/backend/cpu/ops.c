@@ -420,6 +420,10 @@ void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), v
 
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out) {
+    if (c->k->attn_head) {
+        c->k->attn_head(q, K, V, kv_stride, np, hd, scale, scores, out);
+        return;
+    }
     for (int j = 0; j < np; j++) scores[j] = c->k->dot(q, K + (size_t)j * kv_stride, hd) * scale;
     ops_softmax(scores, np);
     for (int t = 0; t < hd; t++) out[t] = 0.0f;

@@ -129,6 +129,10 @@ typedef struct ops_kernels {
     float (*dot)(const float *a, const float *b, int n);
     /* y[j] += a * x[j] (element-wise; the SIMD tables fuse, the scalar one rounds twice) */
     void (*axpy)(float *y, float a, const float *x, int n);
+    /* ops_attn_head in one call, the same bits as its dot / softmax / axpy
+     * composition with this table's dot and axpy; NULL: that composition */
+    void (*attn_head)(const float *q, const float *K, const float *V, size_t kv_stride, int np, int hd, float scale,
+                      float *scores, float *out);
     /* Output channels [o0, o1) of a convolution (conv.h). */
     void (*conv1d)(const ops_conv_args *a, int o0, int o1);
     void (*conv_transpose1d)(const ops_conv_args *a, int o0, int o1);
@@ -199,10 +203,6 @@ int ops_matmul_threads(const ops_ctx *c, const qt_mat *W, int n);
 static inline float ops_dot(const ops_ctx *c, const float *a, const float *b, int n) { return c->k->dot(a, b, n); }
 static inline void ops_axpy(const ops_ctx *c, float *y, float a, const float *x, int n) { c->k->axpy(y, a, x, n); }
 
-/* One attention head for one query: scores[j] = scale * (q . K[j]) for
- * j < np, softmax (ops_softmax), out[hd] = sum_j p_j V[j], with the table's
- * dot/axpy (rows of K and V kv_stride floats apart; scores: scratch [np]).
- * Depends only on its own q, K, V, np: batching rows does not change it. */
 /* fn(arg, t, n_tasks) for t in [0, n_tasks) on the context's pool (the
  * calling thread only when the pool is busy or absent). Tasks must not
  * use the pool themselves. */
@@ -215,6 +215,10 @@ void ops_parallel(const ops_ctx *c, void (*fn)(void *arg, int t, int n_tasks), v
  * (any thread may post). */
 int ops_async(const ops_ctx *c, void (*fn)(void *arg), void *arg);
 
+/* One attention head for one query: scores[j] = scale * (q . K[j]) for
+ * j < np, softmax (ops_softmax), out[hd] = sum_j p_j V[j], with the table's
+ * dot/axpy, or its attn_head kernel with the same bits (rows of K and V kv_stride floats apart; scores: scratch [np]).
+ * Depends only on its own q, K, V, np: batching rows does not change it. */
 void ops_attn_head(const ops_ctx *c, const float *q, const float *K, const float *V, size_t kv_stride, int np,
                    int hd, float scale, float *scores, float *out);
 
