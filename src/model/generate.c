@@ -350,13 +350,14 @@ void gen_request_free(gen_request *r) {
 
 /* ---------------------------------------------------------------- loop */
 
-/* Make room for position n_pos - 1 in c's cache (geometric growth). */
-static qtts_status ensure_cache(qtts_context *c, int n_pos, qtts_error *e) {
+/* Make room for position n_pos - 1 in c's cache (geometric growth),
+ * keeping its first `keep` positions. */
+static qtts_status ensure_cache(qtts_context *c, int n_pos, int keep, qtts_error *e) {
     if (n_pos <= c->cache.cap) return QTTS_OK;
     int cap = c->cache.cap;
     while (cap < n_pos) cap *= 2;
     if (cap > c->params.n_ctx) cap = c->params.n_ctx;
-    return kv_cache_reserve(&c->cache, cap, c->cache.cap, e);
+    return kv_cache_reserve(&c->cache, cap, keep, e);
 }
 
 qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
@@ -405,7 +406,7 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     const int first = P + 256 < need ? P + 256 : need;
     tf_row *rows = malloc(sizeof(tf_row) * P);
     if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    if (!s) s = ensure_cache(c, first, e);
+    if (!s) s = ensure_cache(c, first, 0, e); /* a new request: nothing to keep */
     if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
     if (s) {
         free(rows);
@@ -557,7 +558,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         }
         /* next talker input: frame embedding + next text vector */
         const int pos = g->P + g->k;
-        qtts_status st = ensure_cache(c, pos + 1, &g->err);
+        qtts_status st = ensure_cache(c, pos + 1, pos, &g->err); /* positions 0..pos-1 are written */
         if (st) {
             finish(c, st);
             continue;

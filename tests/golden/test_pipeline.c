@@ -497,6 +497,55 @@ static void long_text_test(void) {
     qtts_model_free(m);
 }
 
+/* The KV cache grows while decoding (a new request reserves the prompt +
+ * 256 positions; past that it doubles, keeping what was written): a 600-frame
+ * generation on a fresh context grows it from 512 to 1024 positions mid-way,
+ * and must give the same codes as the same request on a context whose cache
+ * is already big enough (grown by an earlier 600-frame request, so nothing
+ * moves), and as the fresh run again. Sampled with a fixed seed, so any
+ * position lost or shifted by the growth changes what follows. */
+static void cache_growth_test(void) {
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
+        test_report("pipeline/cache_growth/load", 0, "%s", err);
+        return;
+    }
+    const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
+    qtts_gen_params gp = qtts_gen_default_params(m);
+    gp.text_ids = ids;
+    gp.n_text_ids = 8;
+    gp.newline_id = 10;
+    gp.speaker = "ryan";
+    gp.language = "english";
+    gp.seed = 7;
+    gp.force_frames = 600;
+    int32_t *codes[3] = {NULL, NULL, NULL};
+    int nf[3] = {0, 0, 0}, ok = 1;
+    qtts_context *fresh = NULL, *grown = NULL;
+    ok = !qtts_context_new(m, NULL, &fresh) && !qtts_context_new(m, NULL, &grown);
+    ok = ok && !qtts_generate_codes(fresh, &gp, NULL, NULL, &codes[0], &nf[0]); /* grows mid-way */
+    int32_t *warm = NULL;
+    int nw = 0;
+    ok = ok && !qtts_generate_codes(grown, &gp, NULL, NULL, &warm, &nw);        /* grows the same way */
+    ok = ok && !qtts_generate_codes(grown, &gp, NULL, NULL, &codes[1], &nf[1]); /* big enough: no growth */
+    qtts_context_free(fresh);
+    fresh = NULL;
+    ok = ok && !qtts_context_new(m, NULL, &fresh) && !qtts_generate_codes(fresh, &gp, NULL, NULL, &codes[2], &nf[2]);
+    test_report("pipeline/cache_growth/ran", ok && nf[0] == 600 && nf[1] == 600 && nf[2] == 600, "frames %d %d %d",
+                nf[0], nf[1], nf[2]);
+    int first_diff = -1;
+    for (int f = 0; ok && f < 600 * 16 && first_diff < 0; f++)
+        if (codes[0][f] != codes[1][f] || codes[0][f] != codes[2][f]) first_diff = f / 16;
+    test_report("pipeline/cache_growth/same_codes", ok && first_diff < 0,
+                "frame %d differs between a growing cache and one already big enough", first_diff);
+    free(warm);
+    for (int i = 0; i < 3; i++) free(codes[i]);
+    qtts_context_free(fresh);
+    qtts_context_free(grown);
+    qtts_model_free(m);
+}
+
 /* Measurement aids: forced frame counts, per-phase stats, teacher forcing. */
 static void stats_test(void) {
     char err[1024];
@@ -590,5 +639,6 @@ int main(void) {
     lend_test();
     long_text_test();
     stats_test();
+    cache_growth_test();
     return test_finish();
 }
