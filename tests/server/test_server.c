@@ -31,7 +31,8 @@ static void meta(server *s) {
     const char *ct = header(&r, "Content-Type");
     CHECK("meta/metrics_prometheus", r.status == 200 && ct && !strncmp(ct, "text/plain", 10) &&
                                          metrics_value(r.body, "qtts_ready") == 1 &&
-                                         metrics_value(r.body, "qtts_slots") == 4 && strstr(r.body, "qtts_ttfa_seconds_bucket") &&
+                                         metrics_value(r.body, "qtts_slots") == 4 &&
+                                         metrics_value(r.body, "qtts_warm_slots") == 4 && strstr(r.body, "qtts_ttfa_seconds_bucket") &&
                                          strstr(r.body, "qtts_rtf_bucket") && strstr(r.body, "qtts_audio_seconds_total"),
           "%d %.200s", r.status, r.body);
     http_result_free(&r);

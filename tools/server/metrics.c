@@ -38,7 +38,7 @@ struct metrics {
     unsigned long long steps, stream_steps, frames;
     double step_s, decode_s, prefill_s;
     unsigned long long n_prefill;
-    int queue_depth, active, slots, ready;
+    int queue_depth, active, slots, ready, warm_slots;
     char info[512];
 };
 
@@ -144,6 +144,13 @@ void metrics_set_slots(metrics *m, int n) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_set_warm_slots(metrics *m, int n) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->warm_slots = n;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_set_ready(metrics *m, int ready) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
@@ -224,6 +231,8 @@ char *metrics_render(metrics *m) {
             "qtts_active_slots %d\n", m->active);
     put(&b, "# HELP qtts_slots Slots stepped together (batch capacity).\n# TYPE qtts_slots gauge\nqtts_slots %d\n",
         m->slots);
+    put(&b, "# HELP qtts_warm_slots Slots whose context served a warm-up request before the server was ready.\n"
+            "# TYPE qtts_warm_slots gauge\nqtts_warm_slots %d\n", m->warm_slots);
     put(&b, "# HELP qtts_ready 1 when the model is loaded and warmed up.\n# TYPE qtts_ready gauge\nqtts_ready %d\n",
         m->ready);
     put(&b, "# HELP qtts_audio_seconds_total Seconds of audio produced (24 kHz samples / 24000).\n"

@@ -29,6 +29,7 @@ void metrics_decode(metrics *m, double s);  /* codec decoding (a decode worker) 
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);
 void metrics_set_ready(metrics *m, int ready);
+void metrics_set_warm_slots(metrics *m, int n);
 /* Labels of the qtts_info gauge, e.g. model="x",kernels="avx512" (copied). */
 void metrics_set_info(metrics *m, const char *labels);
 

@@ -523,6 +523,42 @@ static void warmup_job(sched *s) {
     s->warm = j;
 }
 
+/* Every slot's context once through a request of typical length on the
+ * engine thread, before the warm-up job and the first client: a context's
+ * first request pays for first use (its KV cache reserved and its pages
+ * faulted in, scratch grown, the codec stream's buffers for 1- and 4-frame
+ * chunks). A fresh context's first prefill took 75-119 ms against 57-72 ms
+ * warm (0.6B int8, this project's 2-vCPU guest, docs/BENCH.md), so without
+ * this each slot's first client was slower than the rest. */
+static void warm_slots(sched *s) {
+    qtts_gen_params gp = s->warm->gp; /* its voice */
+    gp.text = "Hello. This sentence warms up every slot of the server before it says that it is ready.";
+    gp.force_frames = 1; /* the prompt is what a first request pays for; its frame, 4 times, warms a 4-frame chunk */
+    float *pcm = malloc(sizeof(float) * 4 * (size_t)s->spf);
+    int32_t *four = malloc(sizeof(int32_t) * 4 * (size_t)s->G);
+    int warmed = 0;
+    for (int i = 0; i < s->p.n_slots && !s->warm_err[0]; i++) {
+        qtts_context *c = s->slots[i].ctx;
+        int32_t *codes = NULL;
+        int nf = 0;
+        qtts_status st = pcm && four ? qtts_generate_codes(c, &gp, NULL, NULL, &codes, &nf) : QTTS_ERR_NOMEM;
+        if (!st && nf != 1) st = QTTS_ERR_INTERNAL;
+        for (int k = 0; !st && k < 4; k++) memcpy(four + (size_t)k * s->G, codes, sizeof(int32_t) * s->G);
+        if (!st) st = qtts_context_audio_begin(c, &gp);
+        if (!st) st = qtts_context_audio_decode(c, codes, 1, pcm);
+        if (!st) st = qtts_context_audio_decode(c, four, 4, pcm);
+        if (st)
+            snprintf(s->warm_err, sizeof s->warm_err, "warm-up of slot %d failed: %s", i,
+                     !pcm || !four ? "out of memory" : nf != 1 ? "no frame" : qtts_context_last_error(c));
+        else
+            warmed++;
+        free(codes);
+    }
+    free(pcm);
+    free(four);
+    metrics_set_warm_slots(s->mx, warmed);
+}
+
 static int job_done(job *j) {
     pthread_mutex_lock(&j->mu);
     const int done = j->state == JOB_DONE;
@@ -534,7 +570,7 @@ static void check_warm(sched *s) {
     job *j = s->warm;
     if (!job_done(j)) return;
     if (j->status) snprintf(s->warm_err, sizeof s->warm_err, "warm-up failed: %s", j->err);
-    else {
+    else if (!s->warm_err[0]) { /* and every slot warmed (warm_slots) */
         atomic_store(&s->ready, 1);
         metrics_set_ready(s->mx, 1);
     }
@@ -544,6 +580,7 @@ static void check_warm(sched *s) {
 
 static void *engine(void *arg) {
     sched *s = arg;
+    if (s->warm) warm_slots(s);
     if (!s->warm) {
         atomic_store(&s->ready, 1);
         metrics_set_ready(s->mx, 1);
