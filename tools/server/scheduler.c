@@ -523,11 +523,11 @@ static void warmup_job(sched *s) {
     s->warm = j;
 }
 
-/* Every slot's context once through a request of typical length on the
- * engine thread, before the warm-up job and the first client: a context's
- * first request pays for first use (its KV cache reserved and its pages
- * faulted in, scratch grown, the codec stream's buffers for 1- and 4-frame
- * chunks). A fresh context's first prefill took 75-119 ms against 57-72 ms
+/* Every slot's context once through a typical prompt, one frame and a 1- and
+ * a 4-frame chunk decode, on the engine thread before the warm-up job and the
+ * first client: a context's first request pays for first use (its KV cache
+ * reserved and its pages faulted in, scratch grown, the codec stream's
+ * buffers). A fresh context's first prefill took 75-119 ms against 57-72 ms
  * warm (0.6B int8, this project's 2-vCPU guest, docs/BENCH.md), so without
  * this each slot's first client was slower than the rest. */
 static void warm_slots(sched *s) {
