@@ -350,6 +350,9 @@ void gen_request_free(gen_request *r) {
 
 /* ---------------------------------------------------------------- loop */
 
+/* Positions of KV cache mapped ahead of the writes at a time (kv_cache_prefault). */
+#define KV_PREFAULT_AHEAD 64
+
 /* Make room for position n_pos - 1 in c's cache (geometric growth),
  * keeping its first `keep` positions. */
 static qtts_status ensure_cache(qtts_context *c, int n_pos, int keep, qtts_error *e) {
@@ -407,6 +410,7 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     tf_row *rows = malloc(sizeof(tf_row) * P);
     if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
     if (!s) s = ensure_cache(c, first, 0, e); /* a new request: nothing to keep */
+    if (!s) kv_cache_prefault(&c->cache, 0, P + KV_PREFAULT_AHEAD); /* the prefill writes [0, P) */
     if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
     if (s) {
         free(rows);
@@ -559,6 +563,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         /* next talker input: frame embedding + next text vector */
         const int pos = g->P + g->k;
         qtts_status st = ensure_cache(c, pos + 1, pos, &g->err); /* positions 0..pos-1 are written */
+        if (!st && pos >= c->cache.mapped) kv_cache_prefault(&c->cache, pos, pos + KV_PREFAULT_AHEAD);
         if (st) {
             finish(c, st);
             continue;

@@ -6,7 +6,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 qtts_status load_vec(const st_set *st, const char *name, int n, float **out, qtts_error *e) {
     const st_tensor *t;
@@ -129,7 +132,26 @@ qtts_status kv_cache_reserve(kv_cache *c, int cap, int keep, qtts_error *e) {
     c->k = k;
     c->v = v;
     c->cap = cap;
+    c->mapped = keep > 0 ? keep : 0; /* the copy wrote those */
     return QTTS_OK;
+}
+
+void kv_cache_prefault(kv_cache *c, int p0, int p1) {
+    if (p1 > c->cap) p1 = c->cap;
+    if (p0 < c->mapped) p0 = c->mapped;
+    if (!c->k || !c->v || p0 >= p1) return;
+    c->mapped = p1;
+#ifdef MADV_POPULATE_WRITE
+    const long psz = sysconf(_SC_PAGESIZE);
+    const uintptr_t pg = psz > 0 ? (uintptr_t)psz : 4096;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < 2; h++) {
+            float *base = (h ? c->v : c->k) + (size_t)l * c->cap * c->kv_dim;
+            const uintptr_t a = (uintptr_t)(base + (size_t)p0 * c->kv_dim), b = (uintptr_t)(base + (size_t)p1 * c->kv_dim);
+            const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = b & ~(pg - 1);
+            if (lo < hi) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+        }
+#endif
 }
 
 void kv_cache_free(kv_cache *c) {

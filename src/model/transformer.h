@@ -42,6 +42,7 @@ typedef struct tf_weights {
 /* KV cache of one stream: k and v are [n_layers][cap][n_kv*head_dim]. */
 typedef struct kv_cache {
     int n_layers, kv_dim, cap;
+    int mapped; /* positions [0, mapped) prefaulted or copied in (kv_cache_prefault) */
     float *k, *v;
 } kv_cache;
 
@@ -76,6 +77,15 @@ void kv_cache_free(kv_cache *c);
 /* Grow capacity to at least cap positions, keeping the first `keep` positions
  * of every layer. Amortised: callers grow geometrically. */
 qtts_status kv_cache_reserve(kv_cache *c, int cap, int keep, qtts_error *e);
+/* Map the pages of positions [p0, p1) (clamped to the capacity; the part
+ * below c->mapped skipped, then c->mapped = p1) of every layer's K and V
+ * before they are written, one madvise(MADV_POPULATE_WRITE)
+ * per range instead of a page fault per 4 KiB page (each position of a
+ * 1024-wide layer is one page; under a hypervisor a fault cost ~20 us here:
+ * docs/BENCH.md, thirteenth pass). Whole pages inside each range only; best
+ * effort (pages the kernel does not map now fault in when written, as
+ * before). Contents unchanged. */
+void kv_cache_prefault(kv_cache *c, int p0, int p1);
 
 qtts_status tf_scratch_init(tf_scratch *s, const tf_config *cfg, int max_rows, int max_pos, qtts_error *e);
 void tf_scratch_free(tf_scratch *s);
