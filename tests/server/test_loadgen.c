@@ -29,7 +29,7 @@ int main(void) {
           lg_typical_frames(ryan) == 69, "%d", lg_typical_frames(ryan));
     CHECK("loadgen: 15 Latin characters are one second, 12.5 frames rounded up to 13",
           lg_typical_frames("abcdefghijklmno") == 13, "%d", lg_typical_frames("abcdefghijklmno"));
-    /* 9 ideographs (3 bytes each) = 2 s = 25 frames; counting bytes would give 27 s */
+    /* 9 ideographs (3 bytes each) = 2 s = 25 frames; counting its 27 bytes would give 23 (as Latin) or 75 (as CJK) */
     CHECK("loadgen: CJK characters count 4.5 a second, by character not byte",
           lg_typical_frames("\xe7\x8e\x8b\xe5\x85\x88\xe7\x94\x9f\xe4\xbd\xa0\xe6\x98\x8e\xe5\xa4\xa9"
                             "\xe4\xb8\x8b\xe5\x8d\x88\xe4\xb8\x89") == 25,
