@@ -22,24 +22,9 @@ if ! command -v curl >/dev/null 2>&1; then
     echo "SKIP loadgen_run: needs curl"
     exit 0
 fi
-T=$(mktemp -d /tmp/qtts-loadgen-XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-
-"$SRV" --model "$MODEL" --port 0 --port-file "$T/port" --threads 1 --slots 4 --queue 8 2>"$T/log" &
-PID=$!
-PIDS="$PID"
-PORT=$(wait_port "$T/port")
-if [ -z "$PORT" ]; then
-    fail loadgen_run/start "no port file: $(cat "$T/log")"
-    exit 1
-fi
-URL="http://127.0.0.1:$PORT"
-wait_ready "$URL"
+temp_dir loadgen
+start_server loadgen_run "$SRV" --model "$MODEL" --threads 1 --slots 4 --queue 8
+PID=$SERVER_PID
 
 frames_total() { curl -s "$URL/metrics" | awk '$1 == "qtts_frames_generated_total" {print $2}'; }
 

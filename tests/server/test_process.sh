@@ -17,13 +17,7 @@ if ! command -v curl >/dev/null 2>&1; then
     echo "SKIP server_process: needs curl"
     exit 0
 fi
-T=$(mktemp -d /tmp/qtts-server-proc-XXXXXX)
-PIDS=""
-cleanup() {
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
+temp_dir server-proc
 
 
 "$BIN" --help >"$T/help" 2>&1
@@ -46,16 +40,8 @@ check process/bad_prefill_budget "$([ $rc = 2 ] && grep -q -- "--prefill-budget-
 rc=$?
 check process/missing_model_folder "$([ $rc = 1 ] && [ -s "$T/err" ]; echo $?)" "exit $rc"
 
-"$BIN" --model "$MODEL" --port 0 --port-file "$T/port" --drain 60 --threads 1 2>"$T/log" &
-SRV=$!
-PIDS="$PIDS $SRV"
-PORT=$(wait_port "$T/port")
-if [ -z "$PORT" ]; then
-    fail process/start "no port file: $(cat "$T/log")"
-    exit 1
-fi
-URL="http://127.0.0.1:$PORT"
-wait_ready "$URL"
+start_server process "$BIN" --model "$MODEL" --drain 60 --threads 1
+SRV=$SERVER_PID
 code=$(curl -s -o "$T/h" -w '%{http_code}' "$URL/health")
 check process/port_file_and_health "$([ "$code" = 200 ]; echo $?)" "health $code"
 
