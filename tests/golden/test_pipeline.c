@@ -511,14 +511,8 @@ static void cache_growth_test(void) {
         test_report("pipeline/cache_growth/load", 0, "%s", err);
         return;
     }
-    const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
-    qtts_gen_params gp = qtts_gen_default_params(m);
-    gp.text_ids = ids;
-    gp.n_text_ids = 8;
-    gp.newline_id = 10;
-    gp.speaker = "ryan";
+    qtts_gen_params gp = short_request(m, 600, 7);
     gp.language = "english";
-    gp.seed = 7;
     gp.force_frames = 600;
     int32_t *codes[3] = {NULL, NULL, NULL};
     int nf[3] = {0, 0, 0}, ok = 1;
