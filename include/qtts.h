@@ -262,6 +262,13 @@ typedef struct qtts_context_params {
                                     generation, between steps); 0 = on the codec decoder's own,
                                     smaller pool, safe beside generation. Same samples either
                                     way. Default 0 */
+    int reuse_voice_prefix;      /* 1 = a prompt whose leading positions that do not depend on
+                                    the text (instruction, role, language and speaker controls,
+                                    an ICL reference transcript) are the same as those of the
+                                    last prompt prefilled on this context skips them: their
+                                    K/V are still in the cache. Same codes and audio as a
+                                    full prefill, bit for bit. 0 = always prefill every
+                                    position. Default 1 */
 } qtts_context_params;
 
 qtts_context_params qtts_context_default_params(void);
@@ -283,6 +290,9 @@ int qtts_context_n_capped_pieces(const qtts_context *ctx);
  * decode_ms, which the decode worker measures (it overlaps generation). */
 typedef struct qtts_stats {
     int n_prompt;            /* talker prompt positions (last piece) */
+    int n_prompt_reused;     /* of those, leading positions not prefilled again: their K/V were
+                                left by the previous prompt on this context with the same
+                                voice (qtts_context_params.reuse_voice_prefix) */
     int n_frames;            /* frames generated */
     double prefill_ms;       /* prompt building + talker prefill */
     double talker_ms;        /* talker steps incl. codec_head and sampling (not the time

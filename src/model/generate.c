@@ -12,6 +12,7 @@ qtts_context_params qtts_context_default_params(void) {
     qtts_context_params p;
     p.n_ctx = 0;
     p.decode_on_model_threads = 0;
+    p.reuse_voice_prefix = 1;
     return p;
 }
 
@@ -123,6 +124,7 @@ void qtts_context_free(qtts_context *c) {
     sampler_free(&c->rng);
     codec_stream_free(c->codec);
     free(c->y);
+    free(c->voice_rows);
     free(c->hist);
     free(c);
 }
@@ -407,23 +409,45 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     /* reserve the prompt + headroom; the decode grows the cache geometrically */
     const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
     const int first = P + 256 < need ? P + 256 : need;
+    /* positions [0, L) as the last prompt left them (never the last row: its
+     * hidden state is needed; never with a trace, which sees every row) */
+    int L = 0;
+    const int nv = g->pr.n_voice < P ? g->pr.n_voice : P - 1;
+    if (c->params.reuse_voice_prefix && !tr)
+        while (L < nv && L < c->n_voice_rows &&
+               !memcmp(c->voice_rows + (size_t)L * H, g->pr.embeds + (size_t)L * H, sizeof(float) * H))
+            L++;
+    c->n_voice_rows = 0; /* the cache below changes: valid again after the prefill */
     tf_row *rows = malloc(sizeof(tf_row) * P);
     if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    if (!s) s = ensure_cache(c, first, 0, e); /* a new request: nothing to keep */
-    if (!s) kv_cache_prefault(&c->cache, 0, P + KV_PREFAULT_AHEAD); /* the prefill writes [0, P) */
+    if (!s) s = ensure_cache(c, first, L, e); /* a new request: only the reused prefix to keep */
+    if (!s) kv_cache_prefault(&c->cache, 0, P + KV_PREFAULT_AHEAD); /* the prefill writes [L, P) */
     if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
     if (s) {
         free(rows);
         prompt_free(&g->pr);
         return s;
     }
+    /* keep this prompt's voice rows for the next one (before the prefill
+     * overwrites them; without memory for them there is just no reuse) */
+    int keep_rows = c->params.reuse_voice_prefix ? nv : 0;
+    if (keep_rows > c->voice_rows_cap) {
+        float *vr = realloc(c->voice_rows, sizeof(float) * (size_t)keep_rows * H);
+        if (vr) {
+            c->voice_rows = vr;
+            c->voice_rows_cap = keep_rows;
+        } else keep_rows = 0;
+    }
+    if (keep_rows > 0) memcpy(c->voice_rows, g->pr.embeds, sizeof(float) * (size_t)keep_rows * H);
     sampler_seed(&c->rng, p->seed);
-    for (int i = 0; i < P; i++) rows[i] = (tf_row){&c->cache, i};
-    tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds, P, tr ? tr->on_prefill_layer : NULL,
-               tr ? tr->user : NULL);
+    for (int i = L; i < P; i++) rows[i - L] = (tf_row){&c->cache, i};
+    tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds + (size_t)L * H, P - L,
+               tr ? tr->on_prefill_layer : NULL, tr ? tr->user : NULL);
     free(rows);
+    c->n_voice_rows = keep_rows;
     tf_final_norm(&m->talker.tf, g->pr.embeds + (size_t)(P - 1) * H, c->y, 1);
     c->stats.n_prompt = P;
+    c->stats.n_prompt_reused = L;
     c->stats.prefill_ms += now_ms() - t_start;
     g->on_frame = on_frame;
     g->user = user;

@@ -66,6 +66,14 @@ struct qtts_context {
     cp_state cp;           /* code predictor cache */
     sampler rng;
     float *y;              /* [H] post-norm hidden of the newest position */
+    /* Voice prefix reuse: the input rows of positions [0, n_voice_rows) of
+     * the last prompt prefilled on this context, whose K/V the cache still
+     * holds (nothing writes below a prompt's end until the next prefill).
+     * A new prompt whose leading rows are the same bytes starts its prefill
+     * after them: each position's K/V depend only on the rows up to it, so
+     * the same bits as a full prefill. */
+    float *voice_rows;     /* [voice_rows_cap][H] */
+    int n_voice_rows, voice_rows_cap;
     gen_state gs;          /* the generation in progress */
     int32_t *hist;         /* [hist_cap] generated codebook-0 tokens */
     int hist_cap;

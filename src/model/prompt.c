@@ -128,6 +128,10 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
     }
     const int P = n_instr + 3 + (Lc - 1) + n_text_pos;
     out->n_pos = P;
+    /* the text block starts after the control block; with ICL its first
+     * positions carry the reference transcript (and reference codes), not
+     * the text */
+    out->n_voice = n_instr + 3 + (Lc - 1) + (icl ? (M < n_text_pos ? M : n_text_pos) : 0);
     out->n_queue = n_queue;
     out->embeds = calloc((size_t)P * H, sizeof(float));
     out->queue = calloc((size_t)n_queue * H, sizeof(float));

@@ -28,6 +28,10 @@ typedef struct prompt_input {
 
 typedef struct prompt_out {
     int n_pos;       /* prompt positions P */
+    int n_voice;     /* leading positions that do not depend on the text to speak
+                        (instruction, role, codec control with language and speaker,
+                        an ICL reference's transcript part): the same for every
+                        request with the same voice, instruction and language */
     float *embeds;   /* [P][H] (malloc'ed) */
     int n_queue;     /* trailing text vectors */
     float *queue;    /* [n_queue][H] (malloc'ed) */

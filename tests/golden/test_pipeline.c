@@ -540,6 +540,136 @@ static void cache_growth_test(void) {
     qtts_model_free(m);
 }
 
+/* One request on ctx (which may reuse the voice prefix of its last prompt)
+ * and on a fresh context without reuse: the same codes, and the positions
+ * ctx reused. Returns 1 if both ran. */
+static int prefix_run(qtts_model *m, qtts_context *ctx, const qtts_gen_params *gp, int *same, int *reused, int *n_prompt) {
+    qtts_context_params cp = qtts_context_default_params();
+    cp.reuse_voice_prefix = 0;
+    qtts_context *fresh = NULL;
+    int32_t *a = NULL, *b = NULL;
+    int na = 0, nb = 0;
+    int ok = !qtts_generate_codes(ctx, gp, NULL, NULL, &a, &na);
+    qtts_stats st;
+    qtts_context_get_stats(ctx, &st);
+    *reused = st.n_prompt_reused;
+    *n_prompt = st.n_prompt;
+    ok = ok && !qtts_context_new(m, &cp, &fresh) && !qtts_generate_codes(fresh, gp, NULL, NULL, &b, &nb);
+    qtts_context_get_stats(fresh, &st);
+    *same = ok && na == nb && na > 0 && !memcmp(a, b, sizeof(int32_t) * 16 * (size_t)na) && st.n_prompt_reused == 0;
+    free(a);
+    free(b);
+    qtts_context_free(fresh);
+    return ok;
+}
+
+/* Voice prefix reuse: a prompt whose leading positions that do not depend on
+ * the text (role, codec control with language and speaker, an ICL
+ * reference's transcript) equal those of the last prompt on the context
+ * skips them, with the codes of a full prefill (sampled with a fixed seed:
+ * a wrong K/V anywhere changes what follows). The positions reused stop
+ * where the prompts differ, and at the text even when the texts are equal. */
+static void voice_prefix_test(void) {
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
+        test_report("pipeline/voice_prefix/load", 0, "%s", err);
+        return;
+    }
+    static const int32_t other_ids[] = {5, 77, 1000, 88, 3, 9, 410, 12, 66, 7, 200};
+    qtts_context *ctx = NULL;
+    qtts_context_new(m, NULL, &ctx);
+    /* role 3 + control [think, think_bos, language, think_eos] + speaker + pad = 9 with a language,
+     * [nothink, think_bos, think_eos] + speaker + pad = 8 for auto */
+    struct {
+        const char *what, *speaker, *language;
+        const int32_t *ids;
+        int n_ids, want, frames;
+    } runs[] = {
+        {"first", "ryan", "english", short_ids, 8, 0, 4}, /* the cache keeps its first 64 positions */
+        {"grown_cache", "ryan", "english", other_ids, 11, 9, 100}, /* grows to 128, keeping the 9 */
+        {"same_text", "ryan", "english", other_ids, 11, 9, 24},
+        {"other_speaker", "vivian", "english", other_ids, 11, 7, 24},
+        {"auto_language", "vivian", "auto", short_ids, 8, 3, 24},
+        {"again_auto", "vivian", "auto", other_ids, 11, 8, 24},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        qtts_gen_params gp = short_request(m, 30, 11 + r);
+        gp.text_ids = runs[r].ids;
+        gp.n_text_ids = runs[r].n_ids;
+        gp.speaker = runs[r].speaker;
+        gp.language = runs[r].language;
+        gp.force_frames = runs[r].frames;
+        gp.text_mode = r % 2 ? QTTS_TEXT_MODE_NON_STREAMING : QTTS_TEXT_MODE_STREAMING;
+        int same = 0, reused = -1, np = 0;
+        const int ran = prefix_run(m, ctx, &gp, &same, &reused, &np);
+        char name[96];
+        snprintf(name, sizeof name, "pipeline/voice_prefix/%s", runs[r].what);
+        test_report(name, ran && same && reused == runs[r].want,
+                    "ran %d, codes same as a full prefill %d, %d of %d positions reused (want %d)", ran, same, reused, np,
+                    runs[r].want);
+    }
+    /* off: never reused */
+    qtts_context_params cp = qtts_context_default_params();
+    cp.reuse_voice_prefix = 0;
+    qtts_context *off = NULL;
+    qtts_gen_params gp = short_request(m, 30, 3);
+    gp.force_frames = 4;
+    qtts_stats st = {0};
+    int ok = !qtts_context_new(m, &cp, &off) && !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL) &&
+             !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL);
+    qtts_context_get_stats(off, &st);
+    test_report("pipeline/voice_prefix/off", ok && st.n_prompt_reused == 0 && st.n_prompt > 0, "ran %d, %d reused",
+                ok, st.n_prompt_reused);
+    qtts_context_free(off);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+
+    /* an in-context clone: the reference transcript's positions are part of the voice */
+    if (qtts_model_load(&m, test_path("golden/data/base_clone"), NULL, err, sizeof err)) {
+        test_report("pipeline/voice_prefix/icl_load", 0, "%s", err);
+        return;
+    }
+    npy_array xv = {0};
+    if (npy_load(test_path("golden/data/base_clone/golden/icl_stream_en/xvector.npy"), &xv, err, sizeof err)) {
+        test_report("pipeline/voice_prefix/icl_xvector", 0, "%s", err);
+        qtts_model_free(m);
+        return;
+    }
+    int32_t ref_codes[10 * 16];
+    for (int i = 0; i < 10 * 16; i++) ref_codes[i] = (i * 37 + 5) % 1000;
+    static const int32_t ref_ids[] = {40, 41, 42};
+    qtts_context_new(m, NULL, &ctx);
+    for (int r = 0; r < 4; r++) {
+        gp = short_request(m, 30, 21 + r);
+        gp.speaker = NULL;
+        gp.language = "english";
+        gp.xvector = xv.f32;
+        gp.ref_codes = ref_codes;
+        gp.n_ref_frames = 10;
+        gp.ref_text_ids = ref_ids;
+        gp.n_ref_text_ids = 3;
+        gp.text_ids = r % 2 ? other_ids : short_ids;
+        gp.n_text_ids = r % 2 ? 11 : 8;
+        gp.text_mode = r >= 2 ? QTTS_TEXT_MODE_NON_STREAMING : QTTS_TEXT_MODE_STREAMING;
+        gp.force_frames = 16;
+        /* 3 role + 6 control (language, x-vector) + the 3 reference transcript positions;
+         * those carry the reference codes in streaming mode, the codec pad in
+         * non-streaming mode, so a change of mode keeps only the control block */
+        const int want = r == 0 ? 0 : r == 2 ? 9 : 12;
+        int same = 0, reused = -1, np = 0;
+        const int ran = prefix_run(m, ctx, &gp, &same, &reused, &np);
+        char name[96];
+        snprintf(name, sizeof name, "pipeline/voice_prefix/icl_%d", r);
+        test_report(name, ran && same && reused == want,
+                    "ran %d (%s), codes same as a full prefill %d, %d of %d positions reused (want %d)", ran,
+                    qtts_context_last_error(ctx), same, reused, np, want);
+    }
+    npy_free(&xv);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 /* Measurement aids: forced frame counts, per-phase stats, teacher forcing. */
 static void stats_test(void) {
     char err[1024];
@@ -634,5 +764,6 @@ int main(void) {
     long_text_test();
     stats_test();
     cache_growth_test();
+    voice_prefix_test();
     return test_finish();
 }

@@ -400,6 +400,11 @@ int main(void) {
                                      metrics_value(t, "qtts_ttfa_seconds_count") >= 5 &&
                                      metrics_value(t, "qtts_audio_seconds_total") > 1,
               "%.400s", t ? t : "");
+        /* the same voice again and again in 4 slots: their contexts keep the voice prefix */
+        const double pos = metrics_value(t, "qtts_prompt_positions_total"),
+                     reused = metrics_value(t, "qtts_prompt_positions_reused_total");
+        CHECK("metrics/voice_prefix_reused", pos > 0 && reused > 0 && reused < pos, "%.0f of %.0f prompt positions reused",
+              reused, pos);
         free(t);
         server_stop(s);
     }

@@ -37,7 +37,7 @@ struct metrics {
     unsigned long long n_speech, disconnects, rejected;
     unsigned long long steps, stream_steps, frames;
     double step_s, decode_s, prefill_s;
-    unsigned long long n_prefill;
+    unsigned long long n_prefill, prompt_pos, prompt_reused;
     int queue_depth, active, slots, ready, warm_slots;
     char info[512];
 };
@@ -114,11 +114,13 @@ void metrics_step(metrics *m, int n, int n_frames, double step_s, double decode_
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_prefill(metrics *m, double s) {
+void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
     m->n_prefill++;
     m->prefill_s += s;
+    m->prompt_pos += (unsigned long long)(n_prompt > 0 ? n_prompt : 0);
+    m->prompt_reused += (unsigned long long)(n_reused > 0 ? n_reused : 0);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -253,6 +255,12 @@ char *metrics_render(metrics *m) {
             "# TYPE qtts_engine_prefill_seconds_total counter\nqtts_engine_prefill_seconds_total %.6f\n"
             "# HELP qtts_engine_prefills_total Requests prefilled.\n# TYPE qtts_engine_prefills_total counter\n"
             "qtts_engine_prefills_total %llu\n", m->prefill_s, m->n_prefill);
+    put(&b, "# HELP qtts_prompt_positions_total Talker prompt positions of the requests prefilled.\n"
+            "# TYPE qtts_prompt_positions_total counter\nqtts_prompt_positions_total %llu\n"
+            "# HELP qtts_prompt_positions_reused_total Of those, voice-prefix positions whose K/V the slot's "
+            "context kept from its previous request with the same voice (not prefilled again).\n"
+            "# TYPE qtts_prompt_positions_reused_total counter\nqtts_prompt_positions_reused_total %llu\n",
+        m->prompt_pos, m->prompt_reused);
     put_hist(&b, "qtts_ttfa_seconds",
              "Time to first audio of streamed requests: arrival to the first audio bytes handed to the socket.",
              &m->ttfa, ttfa_le, N_TTFA);

@@ -24,7 +24,8 @@ void metrics_rejected(metrics *m);        /* 429: queue full */
  * last step may make none) in step_s (generation only); decoding after it
  * took decode_s. */
 void metrics_step(metrics *m, int n_streams, int n_frames, double step_s, double decode_s);
-void metrics_prefill(metrics *m, double s); /* one request's prompt + prefill */
+/* one request's prompt + prefill: seconds, prompt positions, of them reused (voice prefix) */
+void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused);
 void metrics_decode(metrics *m, double s);  /* codec decoding (a decode worker) */
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);

@@ -490,7 +490,9 @@ static void admit(sched *s, slot *sl, job *j) {
         job_release(j);
         return;
     }
-    metrics_prefill(s->mx, now_s() - t);
+    qtts_stats qs;
+    qtts_context_get_stats(sl->ctx, &qs);
+    metrics_prefill(s->mx, now_s() - t, qs.n_prompt, qs.n_prompt_reused);
     job_set_state(j, JOB_RUNNING);
 }
 
