@@ -185,6 +185,19 @@ static void seeds_and_speed(server *s) {
         http_result_free(&c);
         http_result_free(&d);
     }
+    /* text_mode: "default" is the model type's choice (non-streaming text for CustomVoice); streaming
+     * text puts one text token in the prompt and feeds the rest frame by frame: other audio */
+    post_json(s, REQ("pcm", ",\"text_mode\":\"default\""), &c);
+    post_json(s, REQ("pcm", ",\"text_mode\":\"non_streaming\""), &d);
+    CHECK("text_mode/default_and_non_streaming", c.status == 200 && d.status == 200 && c.n == a.n && d.n == a.n &&
+                                                     !memcmp(c.body, a.body, a.n) && !memcmp(d.body, a.body, a.n),
+          "%d/%d, %zu and %zu bytes vs %zu", c.status, d.status, c.n, d.n, a.n);
+    http_result_free(&c);
+    http_result_free(&d);
+    post_json(s, REQ("pcm", ",\"text_mode\":\"streaming\""), &c);
+    CHECK("text_mode/streaming", c.status == 200 && c.n > 0 && (c.n != a.n || memcmp(c.body, a.body, a.n)),
+          "%d, %zu bytes vs %zu", c.status, c.n, a.n);
+    http_result_free(&c);
     http_result_free(&a);
     http_result_free(&b);
 }
@@ -233,6 +246,10 @@ static void bad_requests(server *s) {
          "stream_format"},
         {"max_new_tokens_above_cap", "{\"model\":\"m\",\"input\":\"hi\",\"voice\":\"vivian\",\"max_new_tokens\":100000}",
          400, "max_new_tokens"},
+        {"unknown_text_mode", "{\"model\":\"m\",\"input\":\"hi\",\"voice\":\"vivian\",\"text_mode\":\"fast\"}", 400,
+         "text_mode"},
+        {"text_mode_wrong_type", "{\"model\":\"m\",\"input\":\"hi\",\"voice\":\"vivian\",\"text_mode\":1}", 400,
+         "text_mode"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         http_result r;

@@ -26,7 +26,7 @@ static const char *const known_fields[] = {
     /* qtts extensions */
     "language", "seed", "temperature", "top_k", "top_p", "repetition_penalty", "do_sample", "subtalker_temperature",
     "subtalker_top_k", "subtalker_top_p", "subtalker_do_sample", "chunk_frames", "first_chunk_frames",
-    "max_new_tokens", "force_frames", NULL};
+    "max_new_tokens", "force_frames", "text_mode", NULL};
 
 typedef struct speech {
     server *srv;
@@ -241,6 +241,18 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
     if (p) j->chunk_frames = (int)v;
     if ((p = json_opt_int(o, "first_chunk_frames", 1, 64, &v, e)) < 0) goto out;
     if (p) j->first_chunk_frames = (int)v;
+    /* how the text enters the talker: the whole text in the prompt, or one
+     * token per frame (a prompt of ~9 positions: the first audio sooner) */
+    const char *tmode = NULL;
+    if (json_opt_string(o, "text_mode", &tmode, e) < 0) goto out;
+    if (tmode) {
+        if (!strcmp(tmode, "streaming")) gp.text_mode = QTTS_TEXT_MODE_STREAMING;
+        else if (!strcmp(tmode, "non_streaming")) gp.text_mode = QTTS_TEXT_MODE_NON_STREAMING;
+        else if (strcmp(tmode, "default")) {
+            API_BAD(e, "text_mode", "text_mode must be 'streaming', 'non_streaming' or 'default', got '%.40s'", tmode);
+            goto out;
+        }
+    }
 
     j->text = strdup(input);
     if (!j->text || (instr && type != QTTS_MODEL_BASE && !j->instruct)) {
