@@ -60,6 +60,17 @@ after=$(frames_total)
 check loadgen_run/frames_auto "$([ $rc = 0 ] && [ $((after - before)) = 8 ] && grep -q 'exactly 8 frames' "$T/out"; echo $?)" \
     "exit $rc, frames $before -> $after: $(grep frames "$T/out") $(cat "$T/err")"
 
+# --text-mode reaches the server: streaming text, 3 forced frames, one request
+before=$(frames_total)
+"$BENCH" server --url "$URL" --concurrency 1 --requests 1 --warmup 0 --frames 3 --text-mode streaming >"$T/out" 2>"$T/err"
+rc=$?
+after=$(frames_total)
+check loadgen_run/text_mode "$([ $rc = 0 ] && [ $((after - before)) = 3 ] && grep -q 'text_mode streaming' "$T/out"; echo $?)" \
+    "exit $rc, frames $before -> $after: $(cat "$T/err")"
+"$BENCH" server --url "$URL" --text-mode fast >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/bad_text_mode "$([ $rc = 2 ] && grep -q -- "--text-mode takes" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
+
 "$BENCH" server --url "$URL" --requests many >/dev/null 2>"$T/err"
 rc=$?
 check loadgen_run/bad_number "$([ $rc = 2 ] && grep -q -- "--requests takes a whole number" "$T/err"; echo $?)" \

@@ -31,7 +31,7 @@ typedef struct lg_opts {
     int requests;
     int warmup;
     int rounds;
-    const char *text, *voice, *instructions, *language, *api_key, *format;
+    const char *text, *voice, *instructions, *language, *api_key, *format, *text_mode;
     int chunk_frames, first_chunk_frames, max_new_tokens, force_frames;
     long long seed;
     int timeout_ms;
@@ -177,6 +177,7 @@ static void usage(void) {
            "                  [--frames N|auto (exactly N frames per request, end of speech ignored; auto: the\n"
            "                   text's length at a typical speaking rate, for random checkpoints)]\n"
            "                  [--rounds N (repeat the sweep, levels interleaved; default 1)]\n"
+           "                  [--text-mode default|non_streaming|streaming]\n"
            "                  [--api-key KEY] [--timeout-s S]\n"
            "Sends R = max(N, C) streamed pcm requests at each concurrency C (default N = 8) and prints a\n"
            "markdown table: TTFA and RTF per request (median, p95), aggregate audio s / wall s, and the\n"
@@ -197,6 +198,7 @@ static char *make_body(const lg_opts *o) {
     if (o->first_chunk_frames) json_object_set_new(b, "first_chunk_frames", json_integer(o->first_chunk_frames));
     if (o->max_new_tokens) json_object_set_new(b, "max_new_tokens", json_integer(o->max_new_tokens));
     if (o->force_frames) json_object_set_new(b, "force_frames", json_integer(o->force_frames));
+    if (o->text_mode) json_object_set_new(b, "text_mode", json_string(o->text_mode));
     char *s = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     return s;
@@ -311,6 +313,13 @@ int loadgen_main(int argc, char **argv) {
         else if (!strcmp(a, "--voice")) o.voice = v;
         else if (!strcmp(a, "--instructions")) o.instructions = v;
         else if (!strcmp(a, "--language")) o.language = v;
+        else if (!strcmp(a, "--text-mode")) {
+            if (strcmp(v, "default") && strcmp(v, "non_streaming") && strcmp(v, "streaming")) {
+                fprintf(stderr, "loadgen: --text-mode takes default, non_streaming or streaming (got '%s')\n", v);
+                return 2;
+            }
+            o.text_mode = v;
+        }
         else if (!strcmp(a, "--seed")) o.seed = x;
         else if (!strcmp(a, "--chunk-frames")) o.chunk_frames = (int)x;
         else if (!strcmp(a, "--first-chunk-frames")) o.first_chunk_frames = (int)x;
@@ -354,7 +363,7 @@ int loadgen_main(int argc, char **argv) {
     printf("# qtts-server load test: %s:%d, %s%s, seed %lld, pcm streamed, chunk %d frames after a first of %d\n", o.host,
            o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
            o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
-    printf("# text: %s\n", o.text);
+    printf("# text: %s%s%s\n", o.text, o.text_mode ? "; text_mode " : "", o.text_mode ? o.text_mode : "");
     if (o.force_frames)
         printf("# every request generates exactly %d frames (%.2f s; end of speech ignored%s)\n", o.force_frames,
                o.force_frames * 0.08, frames_auto ? "; auto: the text at a typical speaking rate" : "");
