@@ -271,6 +271,39 @@ static void bad_requests(server *s) {
     http_result_free(&r);
 }
 
+/* ------------------------------------------------------ voice affinity */
+
+/* Two voices in turn, one request at a time: each goes back to the slot whose
+ * context served it last, so from the second round on every request skips its
+ * whole voice prefix (role 3 + control 4 with a language + speaker + pad = 9
+ * positions), not only the 7 before the speaker that any slot's last prompt
+ * shares. */
+static void affinity(server *s) {
+    const char *body[2] = {
+        "{\"model\":\"qtts\",\"input\":\"One voice.\",\"voice\":\"aiden\",\"language\":\"english\",\"seed\":1,"
+        "\"max_new_tokens\":6,\"response_format\":\"pcm\"}",
+        "{\"model\":\"qtts\",\"input\":\"Another voice.\",\"voice\":\"sohee\",\"language\":\"english\",\"seed\":1,"
+        "\"max_new_tokens\":6,\"response_format\":\"pcm\"}"};
+    int ok = 1;
+    double reused[4] = {0};
+    for (int r = 0; r < 6; r++) {
+        char *before = get_metrics(s);
+        http_result res;
+        post_json(s, body[r % 2], &res);
+        ok &= res.status == 200;
+        http_result_free(&res);
+        char *after = get_metrics(s);
+        if (r >= 2)
+            reused[r - 2] = metrics_value(after, "qtts_prompt_positions_reused_total") -
+                            metrics_value(before, "qtts_prompt_positions_reused_total");
+        free(before);
+        free(after);
+    }
+    CHECK("affinity/voices_keep_their_slots", ok && reused[0] == 9 && reused[1] == 9 && reused[2] == 9 && reused[3] == 9,
+          "ok %d; positions reused by requests 3-6: %.0f %.0f %.0f %.0f (want 9 each)", ok, reused[0], reused[1], reused[2],
+          reused[3]);
+}
+
 /* ---------------------------------------------------------------- batching */
 
 typedef struct bg {
@@ -410,6 +443,7 @@ int main(void) {
         seeds_and_speed(s);
         bad_requests(s);
         batching(s);
+        affinity(s);
         free(pcm);
         char *t = get_metrics(s);
         CHECK("metrics/counted", metrics_value(t, "qtts_requests_total{endpoint=\"speech\",status=\"200\"}") >= 20 &&

@@ -24,6 +24,7 @@
  * pool, so concurrent calls are safe. */
 #include "scheduler.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,8 @@ typedef struct slot {
     qtts_status fail_st; /* worker */
     char fail_msg[256];  /* worker */
     struct dtask final_task; /* the slot's last task, never allocated */
+    uint64_t voice_key;  /* voice_key of the last job admitted here (0: none); engine */
+    unsigned long long last_admit; /* admission counter value of that job; engine */
 } slot;
 
 typedef struct dworker {
@@ -236,6 +239,7 @@ struct sched {
     job **queue;          /* ring of queued jobs */
     int q_cap, q_head, q_len;
     int n_busy;           /* slots not free */
+    unsigned long long n_admitted; /* jobs given a slot so far (engine) */
     task *tasks, *tasks_tail;
     int stop;
     job *warm;            /* the warm-up job until it is done */
@@ -469,6 +473,49 @@ static void free_slot(sched *s, slot *sl) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* What a prompt's voice prefix depends on (MODEL.md, "voice prefix reuse"):
+ * the speaker, the cloned voice, the instruction, the language and the text
+ * mode. Equal keys mean the slot's context very likely holds the K/V of this
+ * job's voice prefix; the library compares the actual rows, so a collision
+ * or a stale pointer costs only a missed reuse, never a wrong result. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t fnv_str(uint64_t h, const char *str) {
+    h = fnv(h, str ? "s" : "-", 1);
+    for (; str && *str; str++) {
+        const char c = (char)tolower((unsigned char)*str);
+        h = fnv(h, &c, 1);
+    }
+    return fnv(h, "", 1);
+}
+static uint64_t voice_key(const qtts_gen_params *gp) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv_str(h, gp->speaker);
+    h = fnv_str(h, gp->instruct);
+    h = fnv_str(h, gp->language);
+    h = fnv(h, &gp->voice, sizeof gp->voice);
+    h = fnv(h, &gp->xvector, sizeof gp->xvector);
+    h = fnv(h, &gp->text_mode, sizeof gp->text_mode);
+    return h ? h : 1;
+}
+
+/* The free slot for a job with voice key k: one whose context last served the
+ * same voice (its prefix is reused), else the one unused longest (keeping the
+ * prefixes of recent voices); NULL if none is free. */
+static slot *pick_slot(sched *s, uint64_t k) {
+    slot *best = NULL;
+    for (int i = 0; i < s->p.n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (atomic_load(&sl->state) != SLOT_FREE) continue;
+        if (sl->voice_key == k) return sl;
+        if (!best || sl->last_admit < best->last_admit) best = sl;
+    }
+    return best;
+}
+
 /* Prefill job j in slot sl (reserved ACTIVE by the caller) and join the batch. */
 static void admit(sched *s, slot *sl, job *j) {
     sl->n_pending = sl->n_sent = 0;
@@ -552,8 +599,10 @@ static void warm_slots(sched *s) {
         if (st)
             snprintf(s->warm_err, sizeof s->warm_err, "warm-up of slot %d failed: %s", i,
                      !pcm || !four ? "out of memory" : nf != 1 ? "no frame" : qtts_context_last_error(c));
-        else
+        else {
             warmed++;
+            s->slots[i].voice_key = voice_key(&gp); /* its context holds this voice's prefix */
+        }
         free(codes);
     }
     free(pcm);
@@ -632,9 +681,10 @@ static void *engine(void *arg) {
             slot *sl = NULL;
             job *j = NULL;
             pthread_mutex_lock(&s->mu);
-            for (int i = 0; i < s->p.n_slots && s->q_len > 0 && !s->stop && !sl; i++)
-                if (atomic_load(&s->slots[i].state) == SLOT_FREE) sl = &s->slots[i];
+            if (s->q_len > 0 && !s->stop) sl = pick_slot(s, voice_key(&s->queue[s->q_head]->gp));
             if (sl) {
+                sl->voice_key = voice_key(&s->queue[s->q_head]->gp);
+                sl->last_admit = ++s->n_admitted;
                 j = s->queue[s->q_head];
                 s->q_head = (s->q_head + 1) % s->q_cap;
                 s->q_len--;
