@@ -174,6 +174,18 @@ static int load_cv(int n_threads, const char *name, qtts_model **m, qtts_context
     return 1;
 }
 
+/* The test checkpoint golden/data/<name> on one thread, or NULL after a
+ * failure named `test` (with the loader's message). */
+static qtts_model *load_or_report(const char *name, const char *test) {
+    char err[1024];
+    qtts_model *m = NULL;
+    if (qtts_model_load(&m, test_path("golden/data/%s", name), NULL, err, sizeof err)) {
+        test_report(test, 0, "%s", err);
+        return NULL;
+    }
+    return m;
+}
+
 static const int32_t short_ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
 
 /* A short sampled request for ryan: 8 text ids, at most max_new frames. */
@@ -410,12 +422,8 @@ static int on_piece(int i, int n, const char *text, void *u) {
 /* Long text: split into pieces, each stopped by the runaway cap (the golden
  * checkpoints never emit EOS), joined with pauses; max_new_tokens overrides. */
 static void long_text_test(void) {
-    char err[1024];
-    qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/e2e_string"), NULL, err, sizeof err)) {
-        test_report("pipeline/long/load", 0, "%s", err);
-        return;
-    }
+    qtts_model *m = load_or_report("e2e_string", "pipeline/long/load");
+    if (!m) return;
     qtts_context *ctx = NULL;
     qtts_context_new(m, NULL, &ctx);
     const char *text = "The first sentence is here. A second one follows it!\n\n"
@@ -505,12 +513,8 @@ static void long_text_test(void) {
  * moves), and as the fresh run again. Sampled with a fixed seed, so any
  * position lost or shifted by the growth changes what follows. */
 static void cache_growth_test(void) {
-    char err[1024];
-    qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
-        test_report("pipeline/cache_growth/load", 0, "%s", err);
-        return;
-    }
+    qtts_model *m = load_or_report("custom_voice", "pipeline/cache_growth/load");
+    if (!m) return;
     qtts_gen_params gp = short_request(m, 600, 7);
     gp.language = "english";
     gp.force_frames = 600;
@@ -570,12 +574,8 @@ static int prefix_run(qtts_model *m, qtts_context *ctx, const qtts_gen_params *g
  * a wrong K/V anywhere changes what follows). The positions reused stop
  * where the prompts differ, and at the text even when the texts are equal. */
 static void voice_prefix_test(void) {
-    char err[1024];
-    qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
-        test_report("pipeline/voice_prefix/load", 0, "%s", err);
-        return;
-    }
+    qtts_model *m = load_or_report("custom_voice", "pipeline/voice_prefix/load");
+    if (!m) return;
     static const int32_t other_ids[] = {5, 77, 1000, 88, 3, 9, 410, 12, 66, 7, 200};
     qtts_context *ctx = NULL;
     qtts_context_new(m, NULL, &ctx);
@@ -626,10 +626,8 @@ static void voice_prefix_test(void) {
     qtts_model_free(m);
 
     /* an in-context clone: the reference transcript's positions are part of the voice */
-    if (qtts_model_load(&m, test_path("golden/data/base_clone"), NULL, err, sizeof err)) {
-        test_report("pipeline/voice_prefix/icl_load", 0, "%s", err);
-        return;
-    }
+    if (!(m = load_or_report("base_clone", "pipeline/voice_prefix/icl_load"))) return;
+    char err[1024];
     npy_array xv = {0};
     if (npy_load(test_path("golden/data/base_clone/golden/icl_stream_en/xvector.npy"), &xv, err, sizeof err)) {
         test_report("pipeline/voice_prefix/icl_xvector", 0, "%s", err);
@@ -673,11 +671,8 @@ static void voice_prefix_test(void) {
 /* Measurement aids: forced frame counts, per-phase stats, teacher forcing. */
 static void stats_test(void) {
     char err[1024];
-    qtts_model *m = NULL;
-    if (qtts_model_load(&m, test_path("golden/data/custom_voice"), NULL, err, sizeof err)) {
-        test_report("pipeline/stats/load", 0, "%s", err);
-        return;
-    }
+    qtts_model *m = load_or_report("custom_voice", "pipeline/stats/load");
+    if (!m) return;
     qtts_context *ctx = NULL;
     qtts_context_new(m, NULL, &ctx);
     const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
