@@ -483,19 +483,19 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
     return h;
 }
-static uint64_t fnv_str(uint64_t h, const char *str) {
+static uint64_t fnv_str(uint64_t h, const char *str, int fold) { /* fold: names the library matches in any case */
     h = fnv(h, str ? "s" : "-", 1);
     for (; str && *str; str++) {
-        const char c = (char)tolower((unsigned char)*str);
+        const char c = fold ? (char)tolower((unsigned char)*str) : *str;
         h = fnv(h, &c, 1);
     }
     return fnv(h, "", 1);
 }
 static uint64_t voice_key(const qtts_gen_params *gp) {
     uint64_t h = 0xcbf29ce484222325ull;
-    h = fnv_str(h, gp->speaker);
-    h = fnv_str(h, gp->instruct);
-    h = fnv_str(h, gp->language);
+    h = fnv_str(h, gp->speaker, 1);
+    h = fnv_str(h, gp->instruct, 0);
+    h = fnv_str(h, gp->language, 1);
     h = fnv(h, &gp->voice, sizeof gp->voice);
     h = fnv(h, &gp->xvector, sizeof gp->xvector);
     h = fnv(h, &gp->text_mode, sizeof gp->text_mode);
