@@ -286,18 +286,19 @@ static void affinity(server *s) {
         "\"max_new_tokens\":6,\"response_format\":\"pcm\"}"};
     int ok = 1;
     double reused[4] = {0};
+    char *t = get_metrics(s);
+    double last = metrics_value(t, "qtts_prompt_positions_reused_total");
+    free(t);
     for (int r = 0; r < 6; r++) {
-        char *before = get_metrics(s);
         http_result res;
         post_json(s, body[r % 2], &res);
         ok &= res.status == 200;
         http_result_free(&res);
-        char *after = get_metrics(s);
-        if (r >= 2)
-            reused[r - 2] = metrics_value(after, "qtts_prompt_positions_reused_total") -
-                            metrics_value(before, "qtts_prompt_positions_reused_total");
-        free(before);
-        free(after);
+        t = get_metrics(s);
+        const double now = metrics_value(t, "qtts_prompt_positions_reused_total");
+        free(t);
+        if (r >= 2) reused[r - 2] = now - last;
+        last = now;
     }
     CHECK("affinity/voices_keep_their_slots", ok && reused[0] == 9 && reused[1] == 9 && reused[2] == 9 && reused[3] == 9,
           "ok %d; positions reused by requests 3-6: %.0f %.0f %.0f %.0f (want 9 each)", ok, reused[0], reused[1], reused[2],

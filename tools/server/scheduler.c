@@ -681,9 +681,10 @@ static void *engine(void *arg) {
             slot *sl = NULL;
             job *j = NULL;
             pthread_mutex_lock(&s->mu);
-            if (s->q_len > 0 && !s->stop) sl = pick_slot(s, voice_key(&s->queue[s->q_head]->gp));
+            const uint64_t key = s->q_len > 0 && !s->stop ? voice_key(&s->queue[s->q_head]->gp) : 0;
+            if (key) sl = pick_slot(s, key);
             if (sl) {
-                sl->voice_key = voice_key(&s->queue[s->q_head]->gp);
+                sl->voice_key = key;
                 sl->last_admit = ++s->n_admitted;
                 j = s->queue[s->q_head];
                 s->q_head = (s->q_head + 1) % s->q_cap;
