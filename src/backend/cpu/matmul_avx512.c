@@ -460,17 +460,21 @@ AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
     }
 }
 
-/* Two adjacent groups (32 rows) against 2 <= N <= 4 rows of X: each
+/* Two adjacent groups (32 rows) against 1 <= N <= X32_ROWS rows of X: each
  * broadcast of 4 X bytes feeds both groups' vpdpbusd, so a block takes 6 loads
  * per 8 products instead of tile_x16's 5 per 4 (its loads, not the products,
  * bound it when N > 1: prefill, batched streams). Per row the same exact
- * integer dot and the same float operations as tile_x16: the same bits. */
-AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[2][4]) {
+ * integer dot and the same float operations as tile_x16: the same bits.
+ * X32_ROWS = 6: 24 accumulators and 3 operands fit the 32 registers (8 would
+ * spill); against 4 rows a prefill's products run ~5 % faster (BENCH.md,
+ * fifteenth pass). */
+#define X32_ROWS 6
+AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[2][X32_ROWS]) {
     const size_t gb = (size_t)nb * 512;
     const uint8_t *base0 = (const uint8_t *)W->data + g * gb, *base1 = base0 + gb;
     const uint16_t *sb0 = W->scales + g * (size_t)nb * 16, *sb1 = sb0 + (size_t)nb * 16;
-    q8_rows xr[4];
-#pragma GCC unroll 4
+    q8_rows xr[X32_ROWS];
+#pragma GCC unroll 6
     for (int i = 0; i < N; i++) {
         xr[i] = q8_prep_row(prep, W->cols, i0 + i);
         acc[0][i] = acc[1][i] = _mm512_setzero_ps();
@@ -482,13 +486,13 @@ AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
             _mm_prefetch((const char *)(wp0 + 64 + c), _MM_HINT_T0);
             _mm_prefetch((const char *)(wp1 + 64 + c), _MM_HINT_T0);
         }
-        __m512i d0[4], d1[4];
-#pragma GCC unroll 4
+        __m512i d0[X32_ROWS], d1[X32_ROWS];
+#pragma GCC unroll 6
         for (int i = 0; i < N; i++) d0[i] = d1[i] = _mm512_set1_epi32(xr[i].off[b]);
 #pragma GCC unroll 8
         for (int c = 0; c < 8; c++) {
             const __m512i w0 = _mm512_load_si512(wp0 + c), w1 = _mm512_load_si512(wp1 + c);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
             for (int i = 0; i < N; i++) {
                 const __m512i xb = _mm512_set1_epi32(((const int32_t *)(xr[i].xq + (size_t)b * QT_BLOCK))[c]);
                 d0[i] = _mm512_dpbusd_epi32(d0[i], w0, xb);
@@ -497,7 +501,7 @@ AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
         }
         const __m512 dw0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb0 + (size_t)b * 16)));
         const __m512 dw1 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sb1 + (size_t)b * 16)));
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int i = 0; i < N; i++) {
             const __m512 dx = _mm512_set1_ps(xr[i].dx[b]);
             acc[0][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0[i]), _mm512_mul_ps(dw0, dx), acc[0][i]);
@@ -511,10 +515,12 @@ static void x32_pair(const qt_mat *W, size_t g, int nb, const void *prep, int n,
     const int rows = W->rows;
     const __m512 bv0 = bias ? _mm512_loadu_ps(bias + g * 16) : _mm512_setzero_ps();
     const __m512 bv1 = bias ? _mm512_loadu_ps(bias + g * 16 + 16) : _mm512_setzero_ps();
-    for (int i0 = 0; i0 < n; i0 += 4) {
-        const int N = n - i0 < 4 ? n - i0 : 4;
-        __m512 acc[2][4];
+    for (int i0 = 0; i0 < n; i0 += X32_ROWS) {
+        const int N = n - i0 < X32_ROWS ? n - i0 : X32_ROWS;
+        __m512 acc[2][X32_ROWS];
         switch (N) {
+        case 6: tile_x32(6, W, g, nb, prep, i0, acc); break;
+        case 5: tile_x32(5, W, g, nb, prep, i0, acc); break;
         case 4: tile_x32(4, W, g, nb, prep, i0, acc); break;
         case 3: tile_x32(3, W, g, nb, prep, i0, acc); break;
         case 2: tile_x32(2, W, g, nb, prep, i0, acc); break;
