@@ -1,7 +1,8 @@
 /* AVX-512 matmul kernels (F/BW/VL/DQ; VNNI for the int8/int4 formats,
  * AVX512_BF16 for the opt-in bf16 dot product), plus dot/axpy.
  * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
- * (R in {1, 4}, N <= 4) -> one 16-lane f32 accumulator per output.
+ * (R in {1, 4}, N <= 4; the regrouped int8 format: 16 weight rows x N <= 4,
+ * or 32 x N <= 6) -> one 16-lane f32 accumulator per output.
  *
  * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
  * sequence of operations whatever the tile, n or row range: f32 formats FMA 16
