@@ -467,7 +467,7 @@ AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
  * bound it when N > 1: prefill, batched streams). Per row the same exact
  * integer dot and the same float operations as tile_x16: the same bits.
  * X32_ROWS = 6: 24 accumulators and 3 operands fit the 32 registers (8 would
- * spill); against 4 rows a prefill's products run ~5 % faster (BENCH.md,
+ * spill); against 4 rows, products of 8-32 rows run 4-12 % faster (BENCH.md,
  * fifteenth pass). */
 #define X32_ROWS 6
 AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[2][X32_ROWS]) {
