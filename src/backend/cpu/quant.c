@@ -286,19 +286,7 @@ double qmat_rel_rms(const qt_mat *src, const qt_mat *q) {
 
 /* ------------------------------------------------------------ activations */
 
-size_t q8_prep_row_bytes(int cols) {
-    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK;
-    return kpad + 2 * ROUND64(nb * sizeof(float)) + nb / 4 * 32 * sizeof(int32_t);
-}
-
 size_t q8_prep_size(const qt_mat *W, int n) { return q8_prep_row_bytes(W->cols) * (size_t)n; }
-
-q8_rows q8_prep_row(const void *buf, int cols, int i) {
-    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK, fb = ROUND64(nb * sizeof(float));
-    uint8_t *p = (uint8_t *)buf + q8_prep_row_bytes(cols) * (size_t)i;
-    q8_rows r = {(int8_t *)p, (float *)(p + kpad), (float *)(p + kpad + fb), (int32_t *)(p + kpad + 2 * fb)};
-    return r;
-}
 
 void q8_prep_ex(const qt_mat *W, const float *X, int n, void *buf, int group, int off_mode) {
     const int cols = W->cols, kpad = qt_kpad(cols), nb = kpad / QT_BLOCK;

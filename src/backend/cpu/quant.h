@@ -107,10 +107,20 @@ typedef struct q8_rows {
     int32_t *off;
 } q8_rows;
 enum { Q8_OFF_NONE, Q8_OFF_PAIRS_128, Q8_OFF_QUADS_8, Q8_OFF_BLOCK_128 };
-size_t q8_prep_row_bytes(int cols);
+/* Bytes of one prepared row, and row i of a prepared buffer for W's width.
+ * Inline: the kernels ask for every row of X once per tile of W (thousands of
+ * calls a frame with several rows of X). */
+static inline size_t q8_prep_row_bytes(int cols) {
+    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK, fb = (nb * sizeof(float) + 63) & ~(size_t)63;
+    return kpad + 2 * fb + nb / 4 * 32 * sizeof(int32_t);
+}
+static inline q8_rows q8_prep_row(const void *buf, int cols, int i) {
+    const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK, fb = (nb * sizeof(float) + 63) & ~(size_t)63;
+    uint8_t *p = (uint8_t *)buf + (kpad + 2 * fb + nb / 4 * 32 * sizeof(int32_t)) * (size_t)i;
+    q8_rows r = {(int8_t *)p, (float *)(p + kpad), (float *)(p + kpad + fb), (int32_t *)(p + kpad + 2 * fb)};
+    return r;
+}
 size_t q8_prep_size(const qt_mat *W, int n);
-/* Row i of a prepared buffer for W's width. */
-q8_rows q8_prep_row(const void *buf, int cols, int i);
 /* Quantise X [n][cols] into buf with the xq order of group (1, 2 or 4) and
  * the off vectors of off_mode: Q8_OFF_PAIRS_128: two 16-lane vectors per group,
  * lanes 0 and 8 of the first = -128 isum of blocks 0 and 1, of the second
