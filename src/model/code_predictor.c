@@ -92,6 +92,43 @@ static void project(const ops_ctx *ops, const cp_weights *w, const float *in, in
     else memcpy(x, in, sizeof(float) * n * H);
 }
 
+/* Codebook g of every stream from its logits: each stream's draw uses its own
+ * sampler and logits row, so with several streams the draws are split over
+ * the pool (the same picks in any split). A trace's callbacks run on the
+ * calling thread, in stream order. */
+typedef struct draw_job {
+    cp_job *jobs;
+    float *logits;
+    int n, V, g;
+} draw_job;
+
+static void draw_range(const draw_job *d, int a, int b) {
+    for (int i = a; i < b; i++) {
+        float *lg = d->logits + (size_t)i * d->V;
+        cp_job *j = &d->jobs[i];
+        if (j->trace && j->trace->on_logits) j->trace->on_logits(d->g, lg, d->V, j->trace->user);
+        j->codes[d->g] = sample_token(j->rng, lg, d->V, j->sp);
+        if (j->force) {
+            if (j->agree) j->agree[d->g] = j->codes[d->g] == j->force[d->g];
+            j->codes[d->g] = j->force[d->g];
+        }
+    }
+}
+
+static void draw_task(void *arg, int t, int n_tasks) {
+    const draw_job *d = arg;
+    draw_range(d, (int)((long long)d->n * t / n_tasks), (int)((long long)d->n * (t + 1) / n_tasks));
+}
+
+static void draw(const ops_ctx *ops, cp_job *jobs, float *logits, int n, int V, int g) {
+    draw_job d = {jobs, logits, n, V, g};
+    int traced = 0;
+    for (int i = 0; i < n; i++) traced |= jobs[i].trace != NULL;
+    const int tasks = n < ops->n_threads ? n : ops->n_threads;
+    if (traced || tasks <= 1) draw_range(&d, 0, n);
+    else ops_parallel(ops, draw_task, &d, tasks);
+}
+
 void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_scratch *s, cp_job *jobs, int n) {
     const int H = w->embed[0].cols, V = w->tf.cfg.vocab, Hc = w->tf.cfg.hidden;
     tf_row rows[2 * CP_MAX_STREAMS];
@@ -117,15 +154,6 @@ void cp_predict(const ops_ctx *ops, const cp_weights *w, cp_scratch *s, cp_job *
             tf_final_norm(&w->tf, s->x, s->y, n);
         }
         ops_matmul(ops, &w->head[g], s->y, n, NULL, s->logits);
-        for (int i = 0; i < n; i++) {
-            float *lg = s->logits + (size_t)i * V;
-            cp_job *j = &jobs[i];
-            if (j->trace && j->trace->on_logits) j->trace->on_logits(g, lg, V, j->trace->user);
-            j->codes[g] = sample_token(j->rng, lg, V, j->sp);
-            if (j->force) {
-                if (j->agree) j->agree[g] = j->codes[g] == j->force[g];
-                j->codes[g] = j->force[g];
-            }
-        }
+        draw(ops, jobs, s->logits, n, V, g);
     }
 }

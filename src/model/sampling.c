@@ -22,7 +22,8 @@ qtts_status sampler_init(sampler *r, int max_vocab, uint64_t seed, qtts_error *e
     r->cap = max_vocab;
     r->vals = malloc(sizeof(float) * max_vocab);
     r->order = malloc(sizeof(int) * max_vocab);
-    if (!r->vals || !r->order) {
+    r->ex = malloc(sizeof(double) * max_vocab);
+    if (!r->vals || !r->order || !r->ex) {
         sampler_free(r);
         return err_set(e, QTTS_ERR_NOMEM, "out of memory for the sampler");
     }
@@ -34,6 +35,7 @@ void sampler_free(sampler *r) {
     if (!r) return;
     free(r->vals);
     free(r->order);
+    free(r->ex);
     memset(r, 0, sizeof *r);
 }
 
@@ -120,14 +122,15 @@ static int cmp_idx_asc(const void *a, const void *b, void *vals) {
 
 int sample_token(sampler *r, float *logits, int n, const qtts_sampling *sp) {
     if (!sp->do_sample) return argmax(logits, n);
-    if (sp->temperature != 1.0f)
-        for (int i = 0; i < n; i++) logits[i] /= sp->temperature;
-    if (sp->top_k > 0 && sp->top_k < n) {
-        const float kth = kth_largest(logits, n, sp->top_k, r->vals);
-        for (int i = 0; i < n; i++)
-            if (logits[i] < kth) logits[i] = -INFINITY;
-    }
+    const float temp = sp->temperature; /* a local: logits may not alias it, so the loop vectorises */
+    if (temp != 1.0f)
+        for (int i = 0; i < n; i++) logits[i] /= temp;
+    const int top_k = sp->top_k > 0 && sp->top_k < n;
+    const float kth = top_k ? kth_largest(logits, n, sp->top_k, r->vals) : -INFINITY;
     if (sp->top_p < 1.0f) {
+        if (top_k)
+            for (int i = 0; i < n; i++)
+                if (logits[i] < kth) logits[i] = -INFINITY;
         for (int i = 0; i < n; i++) r->order[i] = i;
         qsort_r(r->order, n, sizeof(int), cmp_idx_asc, logits);
         /* softmax over sorted ascending, cumulative; drop those with cum <= 1-p, keep the last */
@@ -141,20 +144,29 @@ int sample_token(sampler *r, float *logits, int n, const qtts_sampling *sp) {
             if (cum <= 1.0 - sp->top_p) logits[i] = -INFINITY;
         }
     }
+    /* The candidates (every entry not -inf, ascending) with the top-k cut in
+     * the same pass, then softmax and the draw over them alone: a -inf entry
+     * adds exactly 0 to the sums, so skipping it changes no bit, and each
+     * exp is computed once for the sum and the draw. */
+    int nc = 0;
     float m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        if (logits[i] > m) m = logits[i];
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += (logits[i] == -INFINITY) ? 0.0 : exp((double)logits[i] - m);
-    double u = sampler_uniform(r) * sum, cum = 0;
-    int last = -1;
     for (int i = 0; i < n; i++) {
+        if (logits[i] < kth) logits[i] = -INFINITY;
         if (logits[i] == -INFINITY) continue;
-        last = i;
-        cum += exp((double)logits[i] - m);
-        if (u < cum) return i;
+        r->order[nc++] = i;
+        if (logits[i] > m) m = logits[i];
     }
-    return last >= 0 ? last : argmax(logits, n);
+    double sum = 0;
+    for (int c = 0; c < nc; c++) {
+        r->ex[c] = exp((double)logits[r->order[c]] - m);
+        sum += r->ex[c];
+    }
+    double u = sampler_uniform(r) * sum, cum = 0;
+    for (int c = 0; c < nc; c++) {
+        cum += r->ex[c];
+        if (u < cum) return r->order[c];
+    }
+    return nc > 0 ? r->order[nc - 1] : argmax(logits, n);
 }
 
 qtts_status sampling_validate(const qtts_sampling *sp, const char *who, qtts_error *e) {

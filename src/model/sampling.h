@@ -17,6 +17,7 @@ typedef struct sampler {
     int cap;        /* scratch capacity (entries) */
     float *vals;    /* [cap] scratch */
     int *order;     /* [cap] scratch */
+    double *ex;     /* [cap] scratch */
 } sampler;
 
 qtts_status sampler_init(sampler *r, int max_vocab, uint64_t seed, qtts_error *e);

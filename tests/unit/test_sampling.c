@@ -387,11 +387,115 @@ static void test_top_k_large(void) {
     sampler_free(&r);
 }
 
+/* The warpers and the draw written out pass by pass over the whole
+ * vocabulary, as HF applies them (temperature, top-k mask, top-p over an
+ * ascending sort, softmax in double, inverse-CDF draw over the entries in
+ * index order, -inf entries adding nothing). sample_token fuses these passes
+ * and skips the -inf entries; it must give the same token, the same warped
+ * logits and consume the same random numbers. */
+static const float *ref_vals;
+static int cmp_ref_asc(const void *a, const void *b) {
+    const int i = *(const int *)a, j = *(const int *)b;
+    const float x = ref_vals[i], y = ref_vals[j];
+    if (x < y) return -1;
+    if (x > y) return 1;
+    return i < j ? -1 : i > j;
+}
+static int ref_sample(sampler *r, float *l, int n, const qtts_sampling *sp, int *order) {
+    if (sp->temperature != 1.0f)
+        for (int i = 0; i < n; i++) l[i] /= sp->temperature;
+    if (sp->top_k > 0 && sp->top_k < n) {
+        for (int i = 0; i < n; i++) order[i] = i;
+        ref_vals = l;
+        qsort(order, n, sizeof(int), cmp_ref_asc);
+        const float kth = l[order[n - sp->top_k]];
+        for (int i = 0; i < n; i++)
+            if (l[i] < kth) l[i] = -INFINITY;
+    }
+    if (sp->top_p < 1.0f) {
+        for (int i = 0; i < n; i++) order[i] = i;
+        ref_vals = l;
+        qsort(order, n, sizeof(int), cmp_ref_asc);
+        const float m = l[order[n - 1]];
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += l[i] == -INFINITY ? 0.0 : exp((double)l[i] - m);
+        double cum = 0;
+        for (int k = 0; k < n - 1; k++) {
+            const int i = order[k];
+            cum += l[i] == -INFINITY ? 0.0 : exp((double)l[i] - m) / sum;
+            if (cum <= 1.0 - sp->top_p) l[i] = -INFINITY;
+        }
+    }
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (l[i] > m) m = l[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += l[i] == -INFINITY ? 0.0 : exp((double)l[i] - m);
+    const double u = sampler_uniform(r) * sum;
+    double cum = 0;
+    int last = -1;
+    for (int i = 0; i < n; i++) {
+        if (l[i] == -INFINITY) continue;
+        last = i;
+        cum += exp((double)l[i] - m);
+        if (u < cum) return i;
+    }
+    if (last >= 0) return last;
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[b]) b = i;
+    return b;
+}
+
+static void test_matches_reference(void) {
+    enum { NMAX = 3072, TRIALS = 4000 };
+    sampler a, b;
+    qtts_error e = {0};
+    if (sampler_init(&a, NMAX, 77, &e) || sampler_init(&b, NMAX, 77, &e)) {
+        test_report("sample_matches_reference", 0, "sampler_init: %s", e.msg);
+        return;
+    }
+    static float la[NMAX], lb[NMAX];
+    static int order[NMAX];
+    const float temps[] = {1.0f, 0.9f, 1.3f, 0.05f};
+    const float tops[] = {1.0f, 0.95f, 0.8f, 0.3f, 0.001f};
+    uint64_t st = 99;
+    int bad = 0, n_sampled_inf = 0;
+    char where[160] = "";
+    for (int t = 0; t < TRIALS && !bad; t++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        const int n = t % 5 == 0 ? 2048 : 1 + (int)((st >> 33) % NMAX);
+        const int k = (int)((st >> 13) % 4) == 0 ? 0 : (int)((st >> 20) % (uint64_t)(n + 2)); /* 0, in range, n, n + 1 */
+        const qtts_sampling sp = mk(1, temps[(st >> 45) % 4], k, tops[(st >> 50) % 5]);
+        const int levels = t % 3 == 0 ? 5 : 1 << 20; /* many ties, or few */
+        for (int i = 0; i < n; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            la[i] = (st >> 60) == 0 ? -INFINITY : (float)((st >> 36) % (uint64_t)levels) * (8.0f / levels) - 4.0f;
+        }
+        if (t % 97 == 0)
+            for (int i = 0; i < n; i++) la[i] = -INFINITY; /* nothing left to draw */
+        memcpy(lb, la, sizeof(float) * n);
+        const int ta = sample_token(&a, la, n, &sp), tb = ref_sample(&b, lb, n, &sp, order);
+        n_sampled_inf += la[ta] == -INFINITY;
+        const int same_logits = !memcmp(la, lb, sizeof(float) * n);
+        if (ta != tb || !same_logits || memcmp(a.s, b.s, sizeof a.s)) {
+            bad = 1;
+            snprintf(where, sizeof where, "trial %d n %d top_k %d top_p %g temperature %g: token %d vs %d%s", t, n, k,
+                     sp.top_p, sp.temperature, ta, tb, same_logits ? "" : ", warped logits differ");
+        }
+    }
+    CHECK("sample_matches_reference", !bad, "%s", where);
+    CHECK("sample_reference_cases_cover_empty", n_sampled_inf > 0, "no trial had every logit -inf");
+    sampler_free(&a);
+    sampler_free(&b);
+}
+
 int main(void) {
     test_repetition_penalty();
     test_greedy();
     test_warpers();
     test_top_k_large();
+    test_matches_reference();
     test_distribution();
     test_seeding();
     test_validate();
