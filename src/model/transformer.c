@@ -224,18 +224,22 @@ static void attn_task(void *arg, int t, int n_tasks) {
     }
 }
 
-/* The per-row work between the pooled matrix products (norms, q/k norm +
- * RoPE + the K/V writes), split over the pool by rows when there are several
- * (prefill, batched streams); each row's operations are unchanged, so the
- * split changes no bit. */
-typedef enum { ROWS_ATTN_NORM, ROWS_QK, ROWS_FFN_NORM } rows_stage;
+/* The per-row work between the pooled matrix products (the residual add of
+ * the last product, norms, q/k norm + RoPE + the K/V writes), split over the
+ * pool by rows when there are several (prefill, batched streams); each row's
+ * operations are unchanged, so the split changes no bit. The residual add
+ * x += tmp rides with the norm that reads x next: one pass over x instead of
+ * two, and with several rows on every thread instead of the caller alone
+ * reading the product that the other threads just wrote. */
+typedef enum { ROWS_ATTN_NORM, ROWS_QK, ROWS_FFN_NORM, ROWS_ADD } rows_stage;
 
 typedef struct rows_job {
     const tf_weights *w;
     tf_scratch *s;
     const tf_row *rows;
-    const float *x;
+    float *x;
     int n, l;
+    int add;     /* 1: x += s->tmp first (the residual of the last product) */
     rows_stage stage;
 } rows_job;
 
@@ -246,6 +250,8 @@ static void rows_range(const rows_job *j, int a, int b) {
     const int qd = nh * hd, kvd = nkv * hd;
     tf_scratch *s = j->s;
     for (int i = a; i < b; i++) {
+        if (j->add) ops_add(j->x + (size_t)i * H, s->tmp + (size_t)i * H, H);
+        if (j->stage == ROWS_ADD) continue;
         if (j->stage != ROWS_QK) {
             const float *g = j->stage == ROWS_ATTN_NORM ? L->attn_norm : L->ffn_norm;
             ops_rmsnorm(s->xn + (size_t)i * H, j->x + (size_t)i * H, g, H, c->eps);
@@ -275,8 +281,11 @@ static void rows_task(void *arg, int t, int n_tasks) {
     rows_range(j, (int)((long long)j->n * t / n_tasks), (int)((long long)j->n * (t + 1) / n_tasks));
 }
 
-static void rows_run(const ops_ctx *ops, rows_job *j, rows_stage stage) {
+/* add: 1 to apply the pending residual add first (ROWS_ATTN_NORM,
+ * ROWS_FFN_NORM, ROWS_ADD). */
+static void rows_run(const ops_ctx *ops, rows_job *j, rows_stage stage, int add) {
     j->stage = stage;
+    j->add = add;
     const int tasks = j->n < ops->n_threads ? j->n : ops->n_threads;
     if (tasks <= 1) rows_range(j, 0, j->n);
     else ops_parallel(ops, rows_task, j, tasks);
@@ -289,7 +298,7 @@ static void rows_run(const ops_ctx *ops, rows_job *j, rows_stage stage) {
 void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf_row *rows, float *x, int n,
                 tf_layer_fn on_layer, void *user) {
     const tf_config *c = &w->cfg;
-    const int H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
+    const int hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
     const int kvd = nkv * hd, group = nh / nkv;
     const float scale = 1.0f / sqrtf((float)hd);
     float *k_new = s->kv, *v_new = s->kv + (size_t)n * kvd;
@@ -300,17 +309,18 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
      * than waking the pool: the calling thread does their attention */
     long long attn_work = 0;
     for (int i = 0; i < n; i++) attn_work += (long long)(rows[i].pos + 1) * nh * hd;
+    int pending = 0; /* x += s->tmp (the last layer's down product) not yet done */
     for (int l = 0; l < c->n_layers; l++) {
         const tf_layer *L = &w->layers[l];
         rj.l = l;
-        rows_run(ops, &rj, ROWS_ATTN_NORM);
+        rows_run(ops, &rj, ROWS_ATTN_NORM, pending);
         {
             const qt_mat *const wqkv[3] = {&L->wq, &L->wk, &L->wv};
             float *const yqkv[3] = {s->q, k_new, v_new};
             ops_matmul_multi(ops, 3, wqkv, s->xn, n, NULL, yqkv);
         }
         /* q/k norm + RoPE, then store K/V at each row's position */
-        rows_run(ops, &rj, ROWS_QK);
+        rows_run(ops, &rj, ROWS_QK, 0);
         /* attention: row i attends to its cache positions 0..pos */
         {
             int tasks = ops->n_threads * 2;
@@ -321,14 +331,18 @@ void tf_forward(const ops_ctx *ops, const tf_weights *w, tf_scratch *s, const tf
             ops_parallel(ops, attn_task, &job, tasks);
         }
         ops_matmul(ops, &L->wo, s->att, n, NULL, s->tmp);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
-        /* MLP */
-        rows_run(ops, &rj, ROWS_FFN_NORM);
+        /* MLP (the o product's residual added first, row by row) */
+        rows_run(ops, &rj, ROWS_FFN_NORM, 1);
         ops_matmul_swiglu(ops, &L->wgate, &L->wup, s->xn, n, s->h1, s->h2);
         ops_matmul(ops, &L->wdown, s->h1, n, NULL, s->tmp);
-        for (size_t i = 0; i < (size_t)n * H; i++) x[i] += s->tmp[i];
-        if (on_layer) on_layer(l, x, n, user);
+        pending = 1;
+        if (on_layer) {
+            rows_run(ops, &rj, ROWS_ADD, 1);
+            pending = 0;
+            on_layer(l, x, n, user);
+        }
     }
+    if (pending) rows_run(ops, &rj, ROWS_ADD, 1);
 }
 
 void tf_final_norm(const tf_weights *w, const float *x, float *y, int n) {

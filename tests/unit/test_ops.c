@@ -232,6 +232,22 @@ static void test_elementwise(void) {
     ops_rmsnorm(z, z, zw, 4, eps);
     CHECK("rmsnorm_zero_input", z[0] == 0.0f && z[3] == 0.0f, "zero input gave %g", z[0]);
 
+    /* add: y += x, element by element, for every tail of the 16-wide loop */
+    {
+        float ya[70], yb[70], xa[70];
+        fill(xa, 70, 2.5f);
+        int same = 1, n_bad = -1;
+        for (int n = 0; n <= 70 && same; n++) {
+            fill(ya, 70, 1.25f);
+            memcpy(yb, ya, sizeof ya);
+            ops_add(ya, xa, n);
+            for (int i = 0; i < n; i++) yb[i] = yb[i] + xa[i];
+            same = !memcmp(ya, yb, sizeof ya);
+            if (!same) n_bad = n;
+        }
+        CHECK("add_matches_scalar", same, "n = %d: ops_add differs from y[i] + x[i] (or wrote past n)", n_bad);
+    }
+
     /* softmax */
     float s[7] = {1.0f, -INFINITY, 2.0f, -INFINITY, 0.5f, 3.0f, -1.0f};
     float s0[7];

@@ -495,6 +495,19 @@ static f32x4 load4(const float *p) {
     return v;
 }
 
+void ops_add(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const f32x4 a0 = load4(y + i) + load4(x + i), a1 = load4(y + i + 4) + load4(x + i + 4);
+        const f32x4 a2 = load4(y + i + 8) + load4(x + i + 8), a3 = load4(y + i + 12) + load4(x + i + 12);
+        memcpy(y + i, &a0, sizeof a0);
+        memcpy(y + i + 4, &a1, sizeof a1);
+        memcpy(y + i + 8, &a2, sizeof a2);
+        memcpy(y + i + 12, &a3, sizeof a3);
+    }
+    for (; i < n; i++) y[i] += x[i];
+}
+
 /* The sum of squares in 16 running partial sums (element i goes to partial
  * i mod 16, in order), then added pairwise: p[j] += p[j + 8], + 4, + 2, + 1.
  * One fixed order whatever kernels the CPU gets, and 16 independent chains
