@@ -495,8 +495,8 @@ static f32x4 load4(const float *p) {
     return v;
 }
 
-void ops_add(float *y, const float *x, int n) {
-    int i = 0;
+void ops_add(float *y, const float *x, size_t n) {
+    size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const f32x4 a0 = load4(y + i) + load4(x + i), a1 = load4(y + i + 4) + load4(x + i + 4);
         const f32x4 a2 = load4(y + i + 8) + load4(x + i + 8), a3 = load4(y + i + 12) + load4(x + i + 12);
@@ -562,8 +562,7 @@ typedef struct pair_job {
 
 static void pair_range(const pair_job *j, size_t a, size_t b) {
     if (j->op == PAIR_SWIGLU) j->swiglu(j->y + a, j->x + a, (int)(b - a));
-    else
-        for (size_t i = a; i < b; i++) j->y[i] = j->x[i] + j->y[i];
+    else ops_add(j->y + a, j->x + a, b - a);
 }
 
 static void pair_task(void *arg, int t, int n_tasks) {

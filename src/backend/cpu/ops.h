@@ -228,7 +228,7 @@ void ops_get_row(const qt_mat *W, int r, float *out);
 void ops_add_row(const qt_mat *W, int r, float *out);
 
 /* y[i] += x[i] over n elements (one rounding each, any vector width). */
-void ops_add(float *y, const float *x, int n);
+void ops_add(float *y, const float *x, size_t n);
 /* y = x / sqrt(mean(x^2) + eps) * w  over n elements (in place allowed). */
 void ops_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
 

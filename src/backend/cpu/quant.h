@@ -116,7 +116,7 @@ static inline size_t q8_prep_row_bytes(int cols) {
 }
 static inline q8_rows q8_prep_row(const void *buf, int cols, int i) {
     const size_t kpad = (size_t)qt_kpad(cols), nb = kpad / QT_BLOCK, fb = (nb * sizeof(float) + 63) & ~(size_t)63;
-    uint8_t *p = (uint8_t *)buf + (kpad + 2 * fb + nb / 4 * 32 * sizeof(int32_t)) * (size_t)i;
+    uint8_t *p = (uint8_t *)buf + q8_prep_row_bytes(cols) * (size_t)i;
     q8_rows r = {(int8_t *)p, (float *)(p + kpad), (float *)(p + kpad + fb), (int32_t *)(p + kpad + 2 * fb)};
     return r;
 }
