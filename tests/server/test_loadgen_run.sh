@@ -60,6 +60,30 @@ after=$(frames_total)
 check loadgen_run/frames_auto "$([ $rc = 0 ] && [ $((after - before)) = 8 ] && grep -q 'exactly 8 frames' "$T/out"; echo $?)" \
     "exit $rc, frames $before -> $after: $(grep frames "$T/out") $(cat "$T/err")"
 
+# several --text: request i says text i mod 2, each forced to its own auto length
+# ("Hi there." 8 frames, "Hi." 3 characters: 0.2 s, 2.5 -> 3 frames): 8 + 3
+before=$(frames_total)
+"$BENCH" server --url "$URL" --concurrency 1 --requests 2 --warmup 0 --text "Hi there." --text "Hi." --frames auto \
+    >"$T/out" 2>"$T/err"
+rc=$?
+after=$(frames_total)
+check loadgen_run/texts_cycle "$([ $rc = 0 ] && [ $((after - before)) = 11 ] && grep -q 'exactly 3 frames' "$T/out"; echo $?)" \
+    "exit $rc, frames $before -> $after: $(grep frames "$T/out") $(cat "$T/err")"
+# --mix: the 5 built-in texts (three languages), every request ok, no mismatch note for 5 requests
+before=$(frames_total)
+"$BENCH" server --url "$URL" --concurrency 1 --requests 5 --warmup 0 --mix --frames 2 >"$T/out" 2>"$T/err"
+rc=$?
+after=$(frames_total)
+check loadgen_run/mix "$([ $rc = 0 ] && [ $((after - before)) = 10 ] && grep -q '^| 1 | 5 | 5 | ' "$T/out" &&
+    [ "$(grep -c '^# texts' "$T/out")" = 5 ] && ! grep -q 'different work' "$T/out"; echo $?)" \
+    "exit $rc, frames $before -> $after: $(cat "$T/out" "$T/err")"
+# 4 requests of 5 texts: the levels would not do the same work, and the report says so
+"$BENCH" server --url "$URL" --concurrency 1 --requests 4 --warmup 0 --mix --frames 1 >"$T/out" 2>"$T/err"
+check loadgen_run/mix_mismatch_noted "$(grep -q 'not a multiple of 5 texts' "$T/out"; echo $?)" "$(cat "$T/out")"
+"$BENCH" server --url "$URL" --mix --text "x" >/dev/null 2>"$T/err"
+rc=$?
+check loadgen_run/mix_and_text "$([ $rc = 2 ] && grep -q "exclude each other" "$T/err"; echo $?)" "exit $rc: $(cat "$T/err")"
+
 # --text-mode reaches the server: streaming text, 3 forced frames, one request
 before=$(frames_total)
 "$BENCH" server --url "$URL" --concurrency 1 --requests 1 --warmup 0 --frames 3 --text-mode streaming >"$T/out" 2>"$T/err"

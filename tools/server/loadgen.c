@@ -24,6 +24,26 @@
 #include "client.h"
 #include "metrics.h"
 
+#define LG_MAX_TEXTS 32
+
+/* --mix: short, medium and long texts, with numbers, names and questions, in
+ * three languages (docs/BENCHMARKING.md: one paragraph hides things). Mixed
+ * lengths also keep a closed loop's clients from finishing together and
+ * coming back as a burst, so a level measures requests joining a running
+ * batch. The second is the default --text. */
+static const char *const MIX_TEXTS[] = {
+    "Hi Anna, can you hear me?",
+    "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?",
+    "The quarterly report from Dr. Elena Petrova arrived on Tuesday: revenue rose 12.5 percent to 4.2 million "
+    "dollars, while costs fell by nearly a third. Should we share the figures with the board before Friday, or wait "
+    "for the audit?",
+    "Guten Morgen, Herr Schmidt! Der Zug nach M\xc3\xbcnchen f\xc3\xa4hrt um 8:15 Uhr von Gleis 3 ab. Haben Sie "
+    "Ihre Fahrkarte schon?",
+    "\xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x8c\xe6\x9d\x8e\xe6\x98\x8e\xef\xbc\x81\xe6\x98\x8e\xe5\xa4\xa9"
+    "\xe4\xb8\x8b\xe5\x8d\x88\xe4\xb8\x89\xe7\x82\xb9\xe7\x9a\x84\xe4\xbc\x9a\xe8\xae\xae\xe8\xbf\x98"
+    "\xe5\x9c\xa8\xe4\xb8\x89\xe5\x8f\xb7\xe4\xbc\x9a\xe8\xae\xae\xe5\xae\xa4\xe5\x90\x97\xef\xbc\x9f",
+};
+
 typedef struct lg_opts {
     char host[256];
     int port;
@@ -32,6 +52,9 @@ typedef struct lg_opts {
     int warmup;
     int rounds;
     const char *text, *voice, *instructions, *language, *api_key, *format, *text_mode;
+    const char *texts[LG_MAX_TEXTS]; /* request i says texts[i % n_texts] */
+    int n_texts;
+    int frames[LG_MAX_TEXTS]; /* force_frames per text (--frames auto: each text's own) */
     int chunk_frames, first_chunk_frames, max_new_tokens, force_frames;
     long long seed;
     int timeout_ms;
@@ -45,7 +68,7 @@ typedef struct result {
 
 typedef struct level_run {
     const lg_opts *o;
-    const char *body;
+    char *const *bodies; /* [o->n_texts]: request i sends bodies[i % n_texts] */
     atomic_int next;
     int n;
     result *res;
@@ -86,7 +109,7 @@ static void *worker(void *arg) {
     for (;;) {
         int i = atomic_fetch_add(&lr->next, 1);
         if (i >= lr->n) return NULL;
-        one_request(lr->o, lr->body, &lr->res[i]);
+        one_request(lr->o, lr->bodies[i % lr->o->n_texts], &lr->res[i]);
     }
 }
 
@@ -176,6 +199,8 @@ static void usage(void) {
            "                  [--seed N] [--chunk-frames N] [--first-chunk-frames N] [--max-new-tokens N]\n"
            "                  [--frames N|auto (exactly N frames per request, end of speech ignored; auto: the\n"
            "                   text's length at a typical speaking rate, for random checkpoints)]\n"
+           "                  [--text STR again (up to 32: request i says text i mod their count)]\n"
+           "                  [--mix (5 built-in texts: short, medium and long; English, German, Chinese)]\n"
            "                  [--rounds N (repeat the sweep, levels interleaved; default 1)]\n"
            "                  [--text-mode default|non_streaming|streaming]\n"
            "                  [--api-key KEY] [--timeout-s S]\n"
@@ -184,10 +209,10 @@ static void usage(void) {
            "server's generation throughput from /metrics.\n");
 }
 
-static char *make_body(const lg_opts *o) {
+static char *make_body(const lg_opts *o, int t) {
     json_t *b = json_object();
     json_object_set_new(b, "model", json_string("qtts"));
-    json_object_set_new(b, "input", json_string(o->text));
+    json_object_set_new(b, "input", json_string(o->texts[t]));
     if (o->voice) json_object_set_new(b, "voice", json_string(o->voice));
     if (o->instructions) json_object_set_new(b, "instructions", json_string(o->instructions));
     if (o->language) json_object_set_new(b, "language", json_string(o->language));
@@ -197,11 +222,15 @@ static char *make_body(const lg_opts *o) {
     if (o->chunk_frames) json_object_set_new(b, "chunk_frames", json_integer(o->chunk_frames));
     if (o->first_chunk_frames) json_object_set_new(b, "first_chunk_frames", json_integer(o->first_chunk_frames));
     if (o->max_new_tokens) json_object_set_new(b, "max_new_tokens", json_integer(o->max_new_tokens));
-    if (o->force_frames) json_object_set_new(b, "force_frames", json_integer(o->force_frames));
+    if (o->frames[t]) json_object_set_new(b, "force_frames", json_integer(o->frames[t]));
     if (o->text_mode) json_object_set_new(b, "text_mode", json_string(o->text_mode));
     char *s = json_dumps(b, JSON_COMPACT);
     json_decref(b);
     return s;
+}
+
+static void free_bodies(char **bodies, int n) {
+    for (int t = 0; t < n; t++) free(bodies[t]);
 }
 
 /* The first preset speaker the server lists, for CustomVoice servers. */
@@ -231,7 +260,7 @@ int loadgen_main(int argc, char **argv) {
     memcpy(o.levels, def_levels, sizeof def_levels);
     o.n_levels = 4;
     o.requests = 8;
-    int frames_auto = 0;
+    int frames_auto = 0, mix = 0;
     o.warmup = 1;
     o.rounds = 1;
     o.text = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
@@ -243,6 +272,10 @@ int loadgen_main(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
+        }
+        if (!strcmp(a, "--mix")) {
+            mix = 1;
+            continue;
         }
         if (!v) {
             fprintf(stderr, "loadgen: %s needs a value (or is unknown)\n", a);
@@ -309,7 +342,13 @@ int loadgen_main(int argc, char **argv) {
         if (!strcmp(a, "--requests")) o.requests = (int)x;
         else if (!strcmp(a, "--warmup")) o.warmup = (int)x;
         else if (!strcmp(a, "--rounds")) o.rounds = (int)x;
-        else if (!strcmp(a, "--text")) o.text = v;
+        else if (!strcmp(a, "--text")) {
+            if (o.n_texts == LG_MAX_TEXTS) {
+                fprintf(stderr, "loadgen: at most %d --text\n", LG_MAX_TEXTS);
+                return 2;
+            }
+            o.texts[o.n_texts++] = v;
+        }
         else if (!strcmp(a, "--voice")) o.voice = v;
         else if (!strcmp(a, "--instructions")) o.instructions = v;
         else if (!strcmp(a, "--language")) o.language = v;
@@ -334,15 +373,26 @@ int loadgen_main(int argc, char **argv) {
     }
     if (o.requests < 1) o.requests = 1;
     if (o.rounds < 1) o.rounds = 1;
-    if (frames_auto) o.force_frames = lg_typical_frames(o.text);
+    if (mix && o.n_texts) {
+        fprintf(stderr, "loadgen: --mix and --text exclude each other\n");
+        return 2;
+    }
+    if (mix)
+        for (size_t t = 0; t < sizeof MIX_TEXTS / sizeof MIX_TEXTS[0]; t++) o.texts[o.n_texts++] = MIX_TEXTS[t];
+    if (!o.n_texts) o.texts[o.n_texts++] = o.text;
+    for (int t = 0; t < o.n_texts; t++) o.frames[t] = frames_auto ? lg_typical_frames(o.texts[t]) : o.force_frames;
     char vbuf[128];
     pick_voice(&o, vbuf, sizeof vbuf);
-    char *body = make_body(&o);
-    if (!body) return 1;
+    char *bodies[LG_MAX_TEXTS] = {0};
+    for (int t = 0; t < o.n_texts; t++)
+        if (!(bodies[t] = make_body(&o, t))) {
+            free_bodies(bodies, o.n_texts);
+            return 1;
+        }
     char *m0 = get_metrics(&o);
     if (!m0) {
         fprintf(stderr, "loadgen: no /metrics from %s:%d: is the server running?\n", o.host, o.port);
-        free(body);
+        free_bodies(bodies, o.n_texts);
         return 1;
     }
     const char *inf = strstr(m0, "\nqtts_info{");
@@ -363,13 +413,23 @@ int loadgen_main(int argc, char **argv) {
     printf("# qtts-server load test: %s:%d, %s%s, seed %lld, pcm streamed, chunk %d frames after a first of %d\n", o.host,
            o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
            o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
-    printf("# text: %s%s%s\n", o.text, o.text_mode ? "; text_mode " : "", o.text_mode ? o.text_mode : "");
-    if (o.force_frames)
-        printf("# every request generates exactly %d frames (%.2f s; end of speech ignored%s)\n", o.force_frames,
-               o.force_frames * 0.08, frames_auto ? "; auto: the text at a typical speaking rate" : "");
+    for (int t = 0; t < o.n_texts; t++) {
+        printf("# text%s: %s%s%s\n", o.n_texts > 1 ? "s (request i says text i mod n)" : "", o.texts[t],
+               o.text_mode ? "; text_mode " : "", o.text_mode ? o.text_mode : "");
+        if (o.frames[t])
+            printf("#   %s request generates exactly %d frames (%.2f s; end of speech ignored%s)\n",
+                   o.n_texts > 1 ? "its" : "every", o.frames[t], o.frames[t] * 0.08,
+                   frames_auto ? "; auto: the text at a typical speaking rate" : "");
+    }
+    for (int li = 0; li < o.n_levels; li++) {
+        const int R = o.requests > o.levels[li] ? o.requests : o.levels[li];
+        if (R % o.n_texts)
+            printf("# note: %d requests at concurrency %d are not a multiple of %d texts: the levels do different work\n",
+                   R, o.levels[li], o.n_texts);
+    }
     for (int i = 0; i < o.warmup; i++) {
         result r;
-        one_request(&o, body, &r);
+        one_request(&o, bodies[i % o.n_texts], &r);
         printf("# cold request %d: status %d, TTFA %.3f s, %.2f s audio in %.3f s (RTF %.3f)\n", i + 1, r.status,
                r.ttfa_s, r.audio_s, r.total_s, r.audio_s > 0 ? r.total_s / r.audio_s : NAN);
     }
@@ -388,7 +448,7 @@ int loadgen_main(int argc, char **argv) {
             const int R = o.requests > C ? o.requests : C;
             level_run lr;
             lr.o = &o;
-            lr.body = body;
+            lr.bodies = bodies;
             atomic_init(&lr.next, 0);
             lr.n = R;
             lr.res = calloc((size_t)R, sizeof(result));
@@ -472,6 +532,6 @@ int loadgen_main(int argc, char **argv) {
            "engine thread, after each step); prefill ms: prompt + prefill per request; load avg: the machine's\n"
            "1-minute load average during the level (other work competing for the cores). Median and p95: linear\n"
            "interpolation between order statistics (numpy's default; the median of 8 is the mean of the 4th and 5th).\n");
-    free(body);
+    free_bodies(bodies, o.n_texts);
     return rc;
 }
