@@ -75,7 +75,7 @@ before=$(frames_total)
 rc=$?
 after=$(frames_total)
 check loadgen_run/mix "$([ $rc = 0 ] && [ $((after - before)) = 10 ] && grep -q '^| 1 | 5 | 5 | ' "$T/out" &&
-    [ "$(grep -c '^# texts' "$T/out")" = 5 ] && ! grep -q 'different work' "$T/out"; echo $?)" \
+    [ "$(grep -c '^# text [1-5] of 5 ' "$T/out")" = 5 ] && ! grep -q 'different work' "$T/out"; echo $?)" \
     "exit $rc, frames $before -> $after: $(cat "$T/out" "$T/err")"
 # 4 requests of 5 texts: the levels would not do the same work, and the report says so
 "$BENCH" server --url "$URL" --concurrency 1 --requests 4 --warmup 0 --mix --frames 1 >"$T/out" 2>"$T/err"

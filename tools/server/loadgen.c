@@ -263,7 +263,7 @@ int loadgen_main(int argc, char **argv) {
     int frames_auto = 0, mix = 0;
     o.warmup = 1;
     o.rounds = 1;
-    o.text = "Hello, my name is Ryan. It is 3:45 pm on the 12th of June; are you ready to begin?";
+    o.text = MIX_TEXTS[1];
     o.seed = 42;
     o.timeout_ms = 600000;
     for (int i = 1; i < argc; i++) {
@@ -414,8 +414,9 @@ int loadgen_main(int argc, char **argv) {
            o.port, o.voice ? "voice " : "instructions ", o.voice ? o.voice : o.instructions, o.seed,
            o.chunk_frames ? o.chunk_frames : 4, o.first_chunk_frames ? o.first_chunk_frames : 1);
     for (int t = 0; t < o.n_texts; t++) {
-        printf("# text%s: %s%s%s\n", o.n_texts > 1 ? "s (request i says text i mod n)" : "", o.texts[t],
-               o.text_mode ? "; text_mode " : "", o.text_mode ? o.text_mode : "");
+        if (o.n_texts > 1) printf("# text %d of %d (request i says text i mod %d): ", t + 1, o.n_texts, o.n_texts);
+        else printf("# text: ");
+        printf("%s%s%s\n", o.texts[t], o.text_mode ? "; text_mode " : "", o.text_mode ? o.text_mode : "");
         if (o.frames[t])
             printf("#   %s request generates exactly %d frames (%.2f s; end of speech ignored%s)\n",
                    o.n_texts > 1 ? "its" : "every", o.frames[t], o.frames[t] * 0.08,
