@@ -48,6 +48,10 @@ for entry in server bench; do
         "$([ "$(grep -c 'TTFA ms in request order: [0-9]* [0-9]*$' "$T/out")" = 2 ]; echo $?)" \
         "$(grep 'TTFA ms' "$T/out")"
     check "loadgen_run/$entry/interpolated_median_stated" "$(grep -q 'linear' "$T/out"; echo $?)" "definition missing"
+    # requests after the level's first C: the second at level 1, none at level 2 (R = C)
+    check "loadgen_run/$entry/joiners_table" \
+        "$(grep -q '^| 1 | 1 | [0-9.]* | [0-9.]*x |$' "$T/out" && ! grep -q '^| 2 | [0-9]* | [0-9.]* | [0-9.]*x |$' "$T/out"; echo $?)" \
+        "$(grep -A4 'after the first C' "$T/out")"
     # 4 requests x 3 frames (4 = max(requests, concurrency) per level)
     check "loadgen_run/$entry/frames_generated" "$([ $((after - before)) = 12 ]; echo $?)" "$before -> $after"
 done

@@ -493,17 +493,27 @@ int loadgen_main(int argc, char **argv) {
     printf("\n| concurrency | requests | ok | TTFA median s | TTFA p95 s | RTF median | RTF p95 | audio s / wall s |"
            " gen audio s / step s | mean batch | step ms | decode ms / frame | prefill ms | load avg |\n"
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    double e2e_at[16], gen_at[16], ttfa_at[16];
+    double e2e_at[16], gen_at[16], ttfa_at[16], join_at[16];
+    int join_n[16], any_join = 0;
     for (int li = 0; li < o.n_levels; li++) {
         acc *x = &a[li];
+        const int C = o.levels[li], R = o.requests > C ? o.requests : C;
         double *ttfa = calloc((size_t)x->n + 1, sizeof(double)), *rtf = calloc((size_t)x->n + 1, sizeof(double));
+        double *join = calloc((size_t)x->n + 1, sizeof(double));
         int ok = 0;
+        join_n[li] = 0;
         for (int i = 0; i < x->n; i++) {
             if (!x->res[i].ok) continue;
             ttfa[ok] = x->res[i].ttfa_s;
             rtf[ok] = x->res[i].total_s / x->res[i].audio_s;
             ok++;
+            /* each round's requests are in dispatch order: the first C leave together */
+            if (i % R >= C) join[join_n[li]++] = x->res[i].ttfa_s;
         }
+        qsort(join, (size_t)join_n[li], sizeof(double), cmp_d);
+        join_at[li] = lg_percentile(join, join_n[li], 50);
+        any_join |= join_n[li] > 0;
+        free(join);
         qsort(ttfa, (size_t)ok, sizeof(double), cmp_d);
         qsort(rtf, (size_t)ok, sizeof(double), cmp_d);
         if (ok < x->n) rc = 1;
@@ -525,6 +535,14 @@ int loadgen_main(int argc, char **argv) {
             printf("| %d | %.2fx | %.2fx | %.2fx |\n", o.levels[li], gen_at[li] / gen_at[0], e2e_at[li] / e2e_at[0],
                    ttfa_at[li] / ttfa_at[0]);
     }
+    if (any_join) {
+        printf("\n| concurrency | requests after the first C | their TTFA median s | vs median TTFA at %d |\n"
+               "|---|---|---|---|\n",
+               o.levels[0]);
+        for (int li = 0; li < o.n_levels; li++)
+            if (join_n[li] > 0)
+                printf("| %d | %d | %.3f | %.2fx |\n", o.levels[li], join_n[li], join_at[li], join_at[li] / ttfa_at[0]);
+    }
     printf("\nTTFA: request sent -> first PCM byte received. RTF = request seconds / audio seconds (lower is faster;\n"
            "RTFx = 1/RTF). audio s / wall s: all audio received at that level / the level's wall time (end to end).\n"
            "gen audio s / step s: frames generated x 0.08 s / engine seconds in batched steps (talker + code predictor\n"
@@ -532,7 +550,10 @@ int loadgen_main(int argc, char **argv) {
            "step ms: engine time per batched step; decode ms / frame: codec decoder time per stream-frame (on the\n"
            "engine thread, after each step); prefill ms: prompt + prefill per request; load avg: the machine's\n"
            "1-minute load average during the level (other work competing for the cores). Median and p95: linear\n"
-           "interpolation between order statistics (numpy's default; the median of 8 is the mean of the 4th and 5th).\n");
+           "interpolation between order statistics (numpy's default; the median of 8 is the mean of the 4th and 5th).\n"
+           "Requests after the first C of each round: the ones sent after the level's opening burst of C, each as a\n"
+           "client's last request ended, so they join a running batch (with texts of mixed length, --mix, the clients\n"
+           "come back at different times; with one text they finish together and come back as bursts).\n");
     free_bodies(bodies, o.n_texts);
     return rc;
 }
