@@ -51,7 +51,7 @@ typedef struct lg_opts {
     int requests;
     int warmup;
     int rounds;
-    const char *text, *voice, *instructions, *language, *api_key, *format, *text_mode;
+    const char *voice, *instructions, *language, *api_key, *format, *text_mode;
     const char *texts[LG_MAX_TEXTS]; /* request i says texts[i % n_texts] */
     int n_texts;
     int frames[LG_MAX_TEXTS]; /* force_frames per text (--frames auto: each text's own) */
@@ -263,7 +263,6 @@ int loadgen_main(int argc, char **argv) {
     int frames_auto = 0, mix = 0;
     o.warmup = 1;
     o.rounds = 1;
-    o.text = MIX_TEXTS[1];
     o.seed = 42;
     o.timeout_ms = 600000;
     for (int i = 1; i < argc; i++) {
@@ -379,7 +378,7 @@ int loadgen_main(int argc, char **argv) {
     }
     if (mix)
         for (size_t t = 0; t < sizeof MIX_TEXTS / sizeof MIX_TEXTS[0]; t++) o.texts[o.n_texts++] = MIX_TEXTS[t];
-    if (!o.n_texts) o.texts[o.n_texts++] = o.text;
+    if (!o.n_texts) o.texts[o.n_texts++] = MIX_TEXTS[1]; /* the default text */
     for (int t = 0; t < o.n_texts; t++) o.frames[t] = frames_auto ? lg_typical_frames(o.texts[t]) : o.force_frames;
     char vbuf[128];
     pick_voice(&o, vbuf, sizeof vbuf);
