@@ -10,8 +10,10 @@
  * |x| * sign(w, x), no int16 overflow since |q| <= 127), converted to f32 and
  * FMA'd with d_w * d_x in block order; int4 unpacks two blocks per vector
  * (activations in group-2 order, quant.h) and cancels its offset exactly in
- * int32 (with min: m * d_x * isum in f32). Also the int kernels of the
- * AVX-512 table on CPUs without VNNI. */
+ * int32 (with min: m * d_x * isum in f32). The 16-row layouts (X16, which
+ * the model uses for int8 and int4 weights on this table) have kernels of
+ * their own below, with the scalar X16 kernel's bits. Also the int kernels of
+ * the AVX-512 table on CPUs without VNNI. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -284,6 +286,236 @@ static void mm_q4m_avx2(const qt_mat *W, const float *X, const void *prep, int n
     mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
 }
 
+/* ------------------------------------------------ int8 / int4, 16-row groups */
+
+/* QT_Q8_B32_X16 and QT_Q4M_B32_X16 (quant.h): a group's 16 weight rows are two
+ * 8-lane halves, one 32-byte load each per 4 columns, so a broadcast of 4 X
+ * bytes meets 16 rows at once and a block's 16 integer dots come out in two
+ * vectors, with no horizontal sums. Per output the scalar X16 kernel's
+ * sequence: the exact integer dot of each block, acc = fma(isum, d_w * dx,
+ * acc) in block order (int4 also accm = fma(m_w, fsum, accm), then
+ * acc + accm), then + bias: the same bits as every other table.
+ * int8 (no VNNI): the stored q + 128 flipped back to q, then |x| * sign(q, x)
+ * by vpmaddubsw (pair sums <= 2 * 127 * 127, no saturation) and vpmaddwd into
+ * int32 per 4 columns. int4: the nibbles (0..15) are unsigned already, so
+ * vpmaddubsw takes them as they are and a whole block sums in int16
+ * (8 products of pairs, each <= 2 * 15 * 127: |sum| <= 30480) before one
+ * vpmaddwd. */
+#ifndef X16_AVX2_ROWS
+#define X16_AVX2_ROWS 4
+#endif /* rows of X per tile: 4 accumulators a row and the operands fit 16 registers */
+
+AI void tile_q8x16_avx2(int N, const uint8_t *base, const uint16_t *sb, int nb, const q8_rows *xr, int pf,
+                        __m256 acc[2][X16_AVX2_ROWS]) {
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+#pragma GCC unroll 4
+    for (int i = 0; i < N; i++) acc[0][i] = acc[1][i] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *wp = base + (size_t)b * 512;
+        if (pf)
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) _mm_prefetch((const char *)(wp + 4096 + 64 * c), _MM_HINT_T0);
+        __m256i s0[X16_AVX2_ROWS], s1[X16_AVX2_ROWS];
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) s0[i] = s1[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {
+            const __m256i w0 = _mm256_xor_si256(_mm256_load_si256((const __m256i *)(wp + 64 * c)), flip);
+            const __m256i w1 = _mm256_xor_si256(_mm256_load_si256((const __m256i *)(wp + 64 * c + 32)), flip);
+#pragma GCC unroll 4
+            for (int i = 0; i < N; i++) {
+                const __m256i xb = _mm256_set1_epi32(((const int32_t *)(xr[i].xq + (size_t)b * QT_BLOCK))[c]);
+                const __m256i ax = _mm256_abs_epi8(xb);
+                s0[i] = _mm256_add_epi32(s0[i], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, xb)), ones));
+                s1[i] = _mm256_add_epi32(s1[i], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, xb)), ones));
+            }
+        }
+        const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sb + (size_t)b * 16)));
+        const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sb + (size_t)b * 16 + 8)));
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) {
+            const __m256 dx = _mm256_set1_ps(xr[i].dx[b]);
+            acc[0][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0[i]), _mm256_mul_ps(dw0, dx), acc[0][i]);
+            acc[1][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1[i]), _mm256_mul_ps(dw1, dx), acc[1][i]);
+        }
+    }
+}
+
+AI void tile_q4x16_avx2(int N, const uint8_t *base, const uint16_t *sb, const uint16_t *mb, int nb, const q8_rows *xr,
+                        int pf, __m256 acc[2][X16_AVX2_ROWS]) {
+    const __m256i ones = _mm256_set1_epi16(1), lo4 = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+    for (int i = 0; i < N; i++) acc[0][i] = acc[1][i] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *wp = base + (size_t)b * 256;
+        if (pf)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) _mm_prefetch((const char *)(wp + 4096 + 64 * c), _MM_HINT_T0);
+        __m256i s0[X16_AVX2_ROWS], s1[X16_AVX2_ROWS];
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) s0[i] = s1[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i v0 = _mm256_load_si256((const __m256i *)(wp + 64 * c));
+            const __m256i v1 = _mm256_load_si256((const __m256i *)(wp + 64 * c + 32));
+            const __m256i l0 = _mm256_and_si256(v0, lo4), h0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), lo4);
+            const __m256i l1 = _mm256_and_si256(v1, lo4), h1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), lo4);
+#pragma GCC unroll 4
+            for (int i = 0; i < N; i++) {
+                const int32_t *x4 = (const int32_t *)(xr[i].xq + (size_t)b * QT_BLOCK);
+                const __m256i xl = _mm256_set1_epi32(x4[c]), xh = _mm256_set1_epi32(x4[c + 4]);
+                s0[i] = _mm256_add_epi16(s0[i], _mm256_add_epi16(_mm256_maddubs_epi16(l0, xl), _mm256_maddubs_epi16(h0, xh)));
+                s1[i] = _mm256_add_epi16(s1[i], _mm256_add_epi16(_mm256_maddubs_epi16(l1, xl), _mm256_maddubs_epi16(h1, xh)));
+            }
+        }
+        const __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sb + (size_t)b * 16)));
+        const __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(sb + (size_t)b * 16 + 8)));
+#pragma GCC unroll 4
+        for (int i = 0; i < N; i++) {
+            const __m256 dx = _mm256_set1_ps(xr[i].dx[b]);
+            acc[0][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s0[i], ones)), _mm256_mul_ps(dw0, dx), acc[0][i]);
+            acc[1][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(s1[i], ones)), _mm256_mul_ps(dw1, dx), acc[1][i]);
+        }
+    }
+    /* the minima's terms: their own chain, in block order as the scalar kernel */
+    for (int i = 0; i < N; i++) {
+        __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            const __m256 fs = _mm256_set1_ps(xr[i].fsum[b]);
+            m0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(mb + (size_t)b * 16))), fs, m0);
+            m1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(mb + (size_t)b * 16 + 8))), fs, m1);
+        }
+        acc[0][i] = _mm256_add_ps(acc[0][i], m0);
+        acc[1][i] = _mm256_add_ps(acc[1][i], m1);
+    }
+}
+
+/* Rows [r0, r1) of Y: group by group (a group's 16 rows x all columns stay in
+ * L1/L2 while every tile of X rows passes over them); a group the range only
+ * partly covers is computed whole and only its rows in range stored. */
+AI void mm_x16_avx2(int q4, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
+    const int rows = W->rows, cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
+    const size_t gbytes = (size_t)nb * (q4 ? 256 : 512);
+    for (int g = r0 / 16; g * 16 < r1; g++) {
+        const uint8_t *base = (const uint8_t *)W->data + (size_t)g * gbytes;
+        const uint16_t *sb = W->scales + (size_t)g * nb * 16, *mb = q4 ? W->mins + (size_t)g * nb * 16 : NULL;
+        const int lo = g * 16 < r0 ? r0 : g * 16, hi = g * 16 + 16 < r1 ? g * 16 + 16 : r1;
+        _Alignas(32) float bv[16];
+        for (int j = 0; j < 16; j++) bv[j] = bias && g * 16 + j < rows ? bias[g * 16 + j] : 0.0f;
+        for (int i0 = 0; i0 < n; i0 += X16_AVX2_ROWS) {
+            const int N = n - i0 < X16_AVX2_ROWS ? n - i0 : X16_AVX2_ROWS, pf = i0 == 0;
+            q8_rows xr[X16_AVX2_ROWS];
+            for (int i = 0; i < N; i++) xr[i] = q8_prep_row(prep, cols, i0 + i);
+            __m256 acc[2][X16_AVX2_ROWS];
+            if (q4) {
+                switch (N) {
+                case 4: tile_q4x16_avx2(4, base, sb, mb, nb, xr, pf, acc); break;
+                case 3: tile_q4x16_avx2(3, base, sb, mb, nb, xr, pf, acc); break;
+                case 2: tile_q4x16_avx2(2, base, sb, mb, nb, xr, pf, acc); break;
+                default: tile_q4x16_avx2(1, base, sb, mb, nb, xr, pf, acc); break;
+                }
+            } else {
+                switch (N) {
+                case 4: tile_q8x16_avx2(4, base, sb, nb, xr, pf, acc); break;
+                case 3: tile_q8x16_avx2(3, base, sb, nb, xr, pf, acc); break;
+                case 2: tile_q8x16_avx2(2, base, sb, nb, xr, pf, acc); break;
+                default: tile_q8x16_avx2(1, base, sb, nb, xr, pf, acc); break;
+                }
+            }
+            for (int i = 0; i < N; i++) {
+                _Alignas(32) float y[16];
+                _mm256_store_ps(y, _mm256_add_ps(acc[0][i], _mm256_load_ps(bv)));
+                _mm256_store_ps(y + 8, _mm256_add_ps(acc[1][i], _mm256_load_ps(bv + 8)));
+                memcpy(Y + (size_t)(i0 + i) * rows + lo, y + (lo - g * 16), sizeof(float) * (size_t)(hi - lo));
+            }
+        }
+    }
+}
+
+static void mm_q8x16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                          int r0, int r1) {
+    (void)X;
+    mm_x16_avx2(0, W, prep, n, bias, Y, r0, r1);
+}
+static void mm_q4mx16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                           int r0, int r1) {
+    (void)X;
+    mm_x16_avx2(1, W, prep, n, bias, Y, r0, r1);
+}
+
+/* ------------------------------------------------------------ activations */
+
+/* q8_prep_ex(group 1) for one row at a time, 8 lanes wide: per block of 32
+ * the same max |x|, dx = amax / 127, q = clamp(round-to-nearest-even(x * (127 /
+ * amax))) and isum as the scalar preparation, so the same bytes (a row with
+ * an Inf or NaN goes to the scalar one, which marks its blocks NaN). */
+static void prep_q8_rows_avx2(const qt_mat *W, const float *X, int n, void *buf, int off_mode) {
+    const int cols = W->cols, nb = qt_kpad(cols) / QT_BLOCK;
+    const size_t rbytes = q8_prep_row_bytes(cols);
+    const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f), zero = _mm256_setzero_ps();
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int i = 0; i < n; i++) {
+        const float *x = X + (size_t)i * cols;
+        __m256 fin = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int j = 0; j < cols; j += 8) {
+            const __m256 v = cols - j >= 8 ? _mm256_loadu_ps(x + j) : _mm256_maskload_ps(x + j, tail_mask(cols - j));
+            fin = _mm256_and_ps(fin, _mm256_cmp_ps(_mm256_mul_ps(v, zero), zero, _CMP_EQ_OQ)); /* 0 for Inf, NaN */
+        }
+        if (_mm256_movemask_ps(fin) != 0xff) {
+            q8_prep_ex(W, x, 1, (unsigned char *)buf + rbytes * (size_t)i, 1, off_mode);
+            continue;
+        }
+        q8_rows r = q8_prep_row(buf, cols, i);
+        if (off_mode != Q8_OFF_NONE) memset(r.off, 0, (size_t)nb / 4 * 32 * sizeof(int32_t));
+        for (int b = 0; b < nb; b++) {
+            const int j0 = b * QT_BLOCK, left = cols - j0;
+            __m256 v[4];
+            for (int k = 0; k < 4; k++) {
+                const int l = left - 8 * k;
+                v[k] = l >= 8 ? _mm256_loadu_ps(x + j0 + 8 * k)
+                       : l > 0 ? _mm256_maskload_ps(x + j0 + 8 * k, tail_mask(l))
+                               : zero;
+            }
+            __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                                     _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_max_ss(h, _mm_movehdup_ps(h));
+            const float amax = _mm_cvtss_f32(h);
+            int isum = 0;
+            float dx = 0.0f;
+            if (amax == 0.0f) {
+                memset(r.xq + j0, 0, QT_BLOCK);
+            } else {
+                dx = amax / 127.0f;
+                const __m256 inv = _mm256_set1_ps(127.0f / amax);
+                __m256i q[4];
+                for (int k = 0; k < 4; k++)
+                    q[k] = _mm256_cvttps_epi32(_mm256_min_ps(
+                        _mm256_max_ps(_mm256_round_ps(_mm256_mul_ps(v[k], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                      nlim),
+                        lim));
+                const __m256i s = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+                __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+                t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+                isum = _mm_cvtsi128_si32(t);
+                /* int32 -> int8 in column order (the packs interleave 128-bit lanes) */
+                const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+                _mm256_storeu_si256((__m256i *)(r.xq + j0), _mm256_permutevar8x32_epi32(p, order));
+            }
+            r.dx[b] = dx;
+            r.fsum[b] = dx * (float)isum;
+            if (off_mode == Q8_OFF_BLOCK_128) r.off[b] = -128 * isum;
+        }
+    }
+}
+
+static void prep_q8x16_avx2(const qt_mat *W, const float *X, int n, void *buf) {
+    prep_q8_rows_avx2(W, X, n, buf, Q8_OFF_BLOCK_128);
+}
+
 /* ------------------------------------------------------------ dot / axpy */
 
 static float dot_avx2(const float *a, const float *b, int n) {
@@ -354,6 +586,11 @@ void ops_fill_avx2(ops_kernels *k) {
     k->prep[OPS_WF_Q8] = q8_prep;
     k->prep[OPS_WF_Q4] = prep_q4_avx2;
     k->prep[OPS_WF_Q4M] = prep_q4m_avx2;
+    k->mm[OPS_WF_Q8X16] = mm_q8x16_avx2;
+    k->prep[OPS_WF_Q8X16] = prep_q8x16_avx2;
+    k->mm[OPS_WF_Q4MX16] = mm_q4mx16_avx2;
+    k->prep[OPS_WF_Q4MX16] = prep_q8x16_avx2;
+    k->prefer_x16 = 1;
     k->mm_bf16_dp = NULL;
     k->dot = dot_avx2;
     k->axpy = axpy_avx2;
