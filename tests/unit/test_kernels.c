@@ -1181,6 +1181,10 @@ static void test_conv1d_kernels(void) {
         {96, 7, 7, 1, 9, 1, 3000}, {200, 13, 1, 1, 1, 1, 1500},
         /* one or two vectors of output steps (the AVX-512 12-channel tiles), taps 7, 2 and 5 */
         {20, 26, 7, 1, 1, 1, 30}, {14, 25, 2, 1, 1, 1, 17}, {10, 12, 7, 1, 2, 1, 18}, {9, 40, 5, 1, 1, 1, 36},
+        /* inputs over the AVX2 kernel's 192 KiB: input channels in blocks, the last one short; grouped; strided */
+        {200, 9, 7, 1, 1, 1, 300}, {400, 6, 1, 1, 1, 1, 200}, {256, 8, 3, 1, 2, 2, 400}, {240, 6, 4, 2, 1, 1, 260},
+        /* K 1 there (packed blocks of channels x steps): grouped, strided */
+        {512, 8, 1, 1, 1, 2, 200}, {300, 5, 1, 2, 1, 1, 400},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {

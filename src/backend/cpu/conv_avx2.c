@@ -5,6 +5,10 @@
  * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.
  * The last partial vector uses masked loads/stores (vmaskmovps), so a sample's
  * sequence of operations never depends on where a call starts or ends.
+ * Inputs too long to stay in L2 (a 4-frame chunk at 768 channels and up)
+ * run in blocks of input channels whose partial sums wait in y (K 1: in
+ * packed blocks of channels x steps): the same operations per output, in
+ * the same order, so the same bits as one pass.
  * Transposed conv: vectorised over q for each output phase, scalar fmaf on
  * the edges (same terms, same order, same bits). */
 #include <immintrin.h>
@@ -19,6 +23,14 @@
 #define VL 8
 #define TVMAX 2
 #define MAX_K 64
+/* conv1d over an input of more than C1_BLOCK_MIN_BYTES: input channels in
+ * blocks of C1_BLOCK_TAPS / k (at least 16) */
+#define C1_BLOCK_TAPS 168
+#define C1_BLOCK_MIN_BYTES (192u * 1024u)
+/* K 1 convs over long inputs: floats of a packed block (32 KiB, L1) and its
+ * input channels at most (steps: the rest, a multiple of 16) */
+#define K1_PACK 8192
+#define K1_CBMAX 128
 
 typedef struct xmap {
     const float *base;
@@ -30,15 +42,23 @@ AI __m256i lane_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
-                __m256i mlast, const float *bias, int o, float *y, size_t ys) {
+/* Input channels [i0, i1) of the group's cin_g into the outputs' sums: from
+ * zero when i0 == 0, else from the partial sums left in y; the sums go back
+ * to y, plus the bias once i1 == cin_g. */
+AI void c1_tile(int CO, int TV, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g, int k, const float *w,
+                size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
     __m256 acc[4][TVMAX];
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++)
+    for (int c = 0; c < CO; c++) {
+        const float *yo = y + (size_t)(o + c) * ys + t;
 #pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) acc[c][v] = _mm256_setzero_ps();
-    for (int i = 0; i < cin_g; i++) {
-        const float *xr = xm->base + (size_t)(ci0 + i) * xm->crs + t;
+        for (int v = 0; v < TV; v++)
+            acc[c][v] = i0 == 0        ? _mm256_setzero_ps()
+                        : v == TV - 1 ? _mm256_maskload_ps(yo + VL * v, mlast)
+                                      : _mm256_loadu_ps(yo + VL * v);
+    }
+    for (int i = i0; i < i1; i++) {
+        const float *xr = xm->base + (size_t)(xrow0 + i) * xm->crs + xt;
         const float *wi = w + (size_t)i * k;
         for (int tap = 0; tap < k; tap++) {
             const float *xp = xr + xm->toff[tap];
@@ -60,7 +80,7 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
         float *yo = y + (size_t)(o + c) * ys + t;
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++) {
-            const __m256 r = _mm256_add_ps(acc[c][v], b);
+            const __m256 r = i1 == cin_g ? _mm256_add_ps(acc[c][v], b) : acc[c][v];
             if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
             else _mm256_storeu_ps(yo + VL * v, r);
         }
@@ -68,8 +88,8 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int ci0, int cin_g, int k, const
 }
 
 #define C1_CASES(CO)                                                                                                   \
-    if (TV == 1) c1_tile(CO, 1, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);                             \
-    else c1_tile(CO, 2, &xm, ci0, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+    if (TV == 1) c1_tile(CO, 1, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);                    \
+    else c1_tile(CO, 2, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
 
 static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
@@ -85,6 +105,59 @@ static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
             }
             a->y[(size_t)o * a->y_stride + t] = acc + (a->bias ? a->bias[o] : 0.0f);
         }
+    }
+}
+
+/* K 1 over a long input: blocks of up to K1_CBMAX input channels x TB1 steps
+ * copied together into L1 (the decoder's rows, at strides like 7680 floats,
+ * would share a few L1 sets), each passed by every output channel of the
+ * range; the sums wait in y between channel blocks, as in conv1d_avx2. Its
+ * own function: the block's buffer would otherwise weigh on the main loop's
+ * frame (measured: the K 7 tiles ~15 % slower with it inline). */
+__attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, const xmap *xmp, int o0, int o1,
+                                                       int t_out) {
+    const int k = 1, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    const size_t wos = (size_t)cin_g, ys = (size_t)a->y_stride;
+    const xmap xm = *xmp;
+    _Alignas(32) float pk[K1_PACK];
+    xmap pm = xm;
+    const int CB1 = cin_g < K1_CBMAX ? cin_g : K1_CBMAX, TB1 = K1_PACK / CB1 / 16 * 16;
+    for (int og = o0; og < o1;) {
+        const int g = og / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1, ci0 = g * cin_g;
+        for (int i0 = 0; i0 < cin_g; i0 += CB1) {
+            const int i1 = cin_g - i0 < CB1 ? cin_g : i0 + CB1;
+            for (int tb = 0; tb < t_out; tb += TB1) {
+                const int te = t_out - tb < TB1 ? t_out : tb + TB1;
+                for (int i = i0; i < i1; i++)
+                    memcpy(pk + (size_t)(i - i0) * TB1, xm.base + (size_t)(ci0 + i) * xm.crs + tb,
+                           sizeof(float) * (size_t)(te - tb));
+                pm.base = pk;
+                pm.crs = TB1;
+                for (int o = og; o < gend;) {
+                    const int CO = gend - o < 4 ? gend - o : 4;
+                    const float *wo = a->w + (size_t)o * wos;
+                    for (int t = tb; t < te; t += TVMAX * VL) {
+                        const int rem = te - t < TVMAX * VL ? te - t : TVMAX * VL;
+                        const int TV = (rem + VL - 1) / VL;
+                        const __m256i m = lane_mask(rem - (TV - 1) * VL);
+#define XM (&pm)
+#define XR0 (-i0)
+#define XT (t - tb)
+                        switch (CO) {
+                        case 1: C1_CASES(1) break;
+                        case 2: C1_CASES(2) break;
+                        case 3: C1_CASES(3) break;
+                        default: C1_CASES(4) break;
+                        }
+#undef XM
+#undef XR0
+#undef XT
+                    }
+                    o += CO;
+                }
+            }
+        }
+        og = gend;
     }
 }
 
@@ -109,23 +182,44 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
         for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
     }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
+    /* Where the input would not stay in L2 across the output channels (a
+     * long chunk: 8-24 kHz, or 768 channels over 4 frames), the input channels
+     * go in blocks of C1_BLOCK_TAPS / k: a channel tile's weights for a block
+     * stay in L1 while its time tiles pass, and the block's input rows in L2;
+     * between blocks the sums wait in y. Each output's terms keep their order. */
+    const int cb = (size_t)cin_g * (size_t)a->t_in * sizeof(float) <= C1_BLOCK_MIN_BYTES ? cin_g
+                   : C1_BLOCK_TAPS / k < 16                                               ? 16
+                                                                                          : C1_BLOCK_TAPS / k;
+    if (k == 1 && cb < cin_g) {
+        conv1d_k1_packed(a, &xm, o0, o1, t_out);
+        return;
+    }
+#define XM (&xm)
+#define XR0 ci0
+#define XT t
     for (int o = o0; o < o1;) {
         const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
         const int CO = gend - o < 4 ? gend - o : 4, ci0 = g * cin_g;
         const float *wo = a->w + (size_t)o * wos;
-        for (int t = 0; t < t_out; t += TVMAX * VL) {
-            const int rem = t_out - t < TVMAX * VL ? t_out - t : TVMAX * VL;
-            const int TV = (rem + VL - 1) / VL;
-            const __m256i m = lane_mask(rem - (TV - 1) * VL);
-            switch (CO) {
-            case 1: C1_CASES(1) break;
-            case 2: C1_CASES(2) break;
-            case 3: C1_CASES(3) break;
-            default: C1_CASES(4) break;
+        for (int i0 = 0; i0 < cin_g; i0 += cb) {
+            const int i1 = cin_g - i0 < cb ? cin_g : i0 + cb;
+            for (int t = 0; t < t_out; t += TVMAX * VL) {
+                const int rem = t_out - t < TVMAX * VL ? t_out - t : TVMAX * VL;
+                const int TV = (rem + VL - 1) / VL;
+                const __m256i m = lane_mask(rem - (TV - 1) * VL);
+                switch (CO) {
+                case 1: C1_CASES(1) break;
+                case 2: C1_CASES(2) break;
+                case 3: C1_CASES(3) break;
+                default: C1_CASES(4) break;
+                }
             }
         }
         o += CO;
     }
+#undef XM
+#undef XR0
+#undef XT
 }
 
 /* ------------------------------------------------------------ transposed */
