@@ -1,10 +1,11 @@
 /* AVX2 + FMA convolution and SnakeBeta kernels (see conv.h for the contract;
  * the structure is that of conv_avx512.c with 8 lanes).
- * conv1d: register tiles of CO <= 4 output channels x TV <= 2 vectors of 8
+ * conv1d: register tiles of CO <= 6 output channels x TV <= 2 vectors of 8
  * output steps; for each input channel (in order) and tap (in order) one
  * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.
- * The last partial vector uses masked loads/stores (vmaskmovps), so a sample's
- * sequence of operations never depends on where a call starts or ends.
+ * A partial last vector uses masked loads/stores (vmaskmovps), and loads are
+ * only loads, so a sample's sequence of arithmetic never depends on where a
+ * call starts or ends.
  * Inputs too long to stay in L2 (a 4-frame chunk at 768 channels and up)
  * run in blocks of input channels whose partial sums wait in y (K 1: in
  * packed blocks of channels x steps): the same operations per output, in
@@ -23,6 +24,10 @@
 #define VL 8
 #define TVMAX 2
 #define MAX_K 64
+/* output channels of a conv1d register tile: 6 x 2 vectors of time = 12
+ * accumulators (4 x 2 left the two FMA units short of independent sums:
+ * isolated, 65-67 -> 76-82 GFLOP/s on one Zen 3 core) */
+#define CO_MAX 6
 /* conv1d over an input of more than C1_BLOCK_MIN_BYTES: input channels in
  * blocks of C1_BLOCK_TAPS / k (at least 16) */
 #define C1_BLOCK_TAPS 168
@@ -45,17 +50,18 @@ AI __m256i lane_mask(int n) {
 /* Input channels [i0, i1) of the group's cin_g into the outputs' sums: from
  * zero when i0 == 0, else from the partial sums left in y; the sums go back
  * to y, plus the bias once i1 == cin_g. */
-AI void c1_tile(int CO, int TV, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g, int k, const float *w,
-                size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
-    __m256 acc[4][TVMAX];
-#pragma GCC unroll 4
+/* FULL: TV vectors of 8 steps, no masks */
+AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g, int k,
+                const float *w, size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
+    __m256 acc[CO_MAX][TVMAX];
+#pragma GCC unroll 6
     for (int c = 0; c < CO; c++) {
         const float *yo = y + (size_t)(o + c) * ys + t;
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++)
-            acc[c][v] = i0 == 0        ? _mm256_setzero_ps()
-                        : v == TV - 1 ? _mm256_maskload_ps(yo + VL * v, mlast)
-                                      : _mm256_loadu_ps(yo + VL * v);
+            acc[c][v] = i0 == 0                  ? _mm256_setzero_ps()
+                        : v == TV - 1 && !FULL ? _mm256_maskload_ps(yo + VL * v, mlast)
+                                                : _mm256_loadu_ps(yo + VL * v);
     }
     for (int i = i0; i < i1; i++) {
         const float *xr = xm->base + (size_t)(xrow0 + i) * xm->crs + xt;
@@ -65,8 +71,8 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int xrow0, int xt, int i0, int i
             __m256 xv[TVMAX];
 #pragma GCC unroll 2
             for (int v = 0; v < TV; v++)
-                xv[v] = v == TV - 1 ? _mm256_maskload_ps(xp + VL * v, mlast) : _mm256_loadu_ps(xp + VL * v);
-#pragma GCC unroll 4
+                xv[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(xp + VL * v, mlast) : _mm256_loadu_ps(xp + VL * v);
+#pragma GCC unroll 6
             for (int c = 0; c < CO; c++) {
                 const __m256 wv = _mm256_broadcast_ss(wi + c * wos + tap);
 #pragma GCC unroll 2
@@ -74,22 +80,23 @@ AI void c1_tile(int CO, int TV, const xmap *xm, int xrow0, int xt, int i0, int i
             }
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int c = 0; c < CO; c++) {
         const __m256 b = _mm256_set1_ps(bias ? bias[o + c] : 0.0f);
         float *yo = y + (size_t)(o + c) * ys + t;
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++) {
             const __m256 r = i1 == cin_g ? _mm256_add_ps(acc[c][v], b) : acc[c][v];
-            if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
+            if (v == TV - 1 && !FULL) _mm256_maskstore_ps(yo + VL * v, mlast, r);
             else _mm256_storeu_ps(yo + VL * v, r);
         }
     }
 }
 
 #define C1_CASES(CO)                                                                                                   \
-    if (TV == 1) c1_tile(CO, 1, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);                    \
-    else c1_tile(CO, 2, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+    if (rem == TVMAX * VL) c1_tile(CO, 2, 1, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);     \
+    else if (TV == 1) c1_tile(CO, 1, 0, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);          \
+    else c1_tile(CO, 2, 0, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
 
 static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
@@ -134,7 +141,7 @@ __attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, c
                 pm.base = pk;
                 pm.crs = TB1;
                 for (int o = og; o < gend;) {
-                    const int CO = gend - o < 4 ? gend - o : 4;
+                    const int CO = gend - o < CO_MAX ? gend - o : CO_MAX;
                     const float *wo = a->w + (size_t)o * wos;
                     for (int t = tb; t < te; t += TVMAX * VL) {
                         const int rem = te - t < TVMAX * VL ? te - t : TVMAX * VL;
@@ -147,7 +154,9 @@ __attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, c
                         case 1: C1_CASES(1) break;
                         case 2: C1_CASES(2) break;
                         case 3: C1_CASES(3) break;
-                        default: C1_CASES(4) break;
+                        case 4: C1_CASES(4) break;
+                        case 5: C1_CASES(5) break;
+                        default: C1_CASES(6) break;
                         }
 #undef XM
 #undef XR0
@@ -199,7 +208,7 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
 #define XT t
     for (int o = o0; o < o1;) {
         const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-        const int CO = gend - o < 4 ? gend - o : 4, ci0 = g * cin_g;
+        const int CO = gend - o < CO_MAX ? gend - o : CO_MAX, ci0 = g * cin_g;
         const float *wo = a->w + (size_t)o * wos;
         for (int i0 = 0; i0 < cin_g; i0 += cb) {
             const int i1 = cin_g - i0 < cb ? cin_g : i0 + cb;
@@ -211,7 +220,9 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
                 case 1: C1_CASES(1) break;
                 case 2: C1_CASES(2) break;
                 case 3: C1_CASES(3) break;
-                default: C1_CASES(4) break;
+                case 4: C1_CASES(4) break;
+                case 5: C1_CASES(5) break;
+                default: C1_CASES(6) break;
                 }
             }
         }
