@@ -49,8 +49,8 @@ AI __m256i lane_mask(int n) {
 
 /* Input channels [i0, i1) of the group's cin_g into the outputs' sums: from
  * zero when i0 == 0, else from the partial sums left in y; the sums go back
- * to y, plus the bias once i1 == cin_g. */
-/* FULL: TV vectors of 8 steps, no masks */
+ * to y, plus the bias once i1 == cin_g. x row of input channel i: xrow0 + i
+ * of xm, from step xt. FULL: TV whole vectors of 8 steps, no masks. */
 AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g, int k,
                 const float *w, size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
     __m256 acc[CO_MAX][TVMAX];
