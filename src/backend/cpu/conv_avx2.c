@@ -93,10 +93,21 @@ AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int
     }
 }
 
-#define C1_CASES(CO)                                                                                                   \
-    if (rem == TVMAX * VL) c1_tile(CO, 2, 1, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);     \
-    else if (TV == 1) c1_tile(CO, 1, 0, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);          \
-    else c1_tile(CO, 2, 0, XM, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+/* The tile for CO channels at step t of the current range (rem steps), x
+ * through XMP from row XR0 + i and step XT; then every CO, 1-6 */
+#define C1_TILE(CO, XMP, XR0, XT)                                                                                      \
+    if (rem == TVMAX * VL) c1_tile(CO, 2, 1, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);    \
+    else if (TV == 1) c1_tile(CO, 1, 0, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);         \
+    else c1_tile(CO, 2, 0, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+#define C1_SWITCH(XMP, XR0, XT)                                                                                        \
+    switch (CO) {                                                                                                      \
+    case 1: C1_TILE(1, XMP, XR0, XT) break;                                                                            \
+    case 2: C1_TILE(2, XMP, XR0, XT) break;                                                                            \
+    case 3: C1_TILE(3, XMP, XR0, XT) break;                                                                            \
+    case 4: C1_TILE(4, XMP, XR0, XT) break;                                                                            \
+    case 5: C1_TILE(5, XMP, XR0, XT) break;                                                                            \
+    default: C1_TILE(6, XMP, XR0, XT) break;                                                                           \
+    }
 
 static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
@@ -121,14 +132,16 @@ static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
  * range; the sums wait in y between channel blocks, as in conv1d_avx2. Its
  * own function: the block's buffer would otherwise weigh on the main loop's
  * frame (measured: the K 7 tiles ~15 % slower with it inline). */
-__attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, const xmap *xmp, int o0, int o1,
+__attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, const xmap *xm, int o0, int o1,
                                                        int t_out) {
     const int k = 1, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
     const size_t wos = (size_t)cin_g, ys = (size_t)a->y_stride;
-    const xmap xm = *xmp;
-    _Alignas(32) float pk[K1_PACK];
-    xmap pm = xm;
     const int CB1 = cin_g < K1_CBMAX ? cin_g : K1_CBMAX, TB1 = K1_PACK / CB1 / 16 * 16;
+    _Alignas(32) float pk[K1_PACK];
+    xmap pm; /* the packed block: row i - i0, step t - tb */
+    pm.base = pk;
+    pm.crs = (size_t)TB1;
+    pm.toff[0] = 0;
     for (int og = o0; og < o1;) {
         const int g = og / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1, ci0 = g * cin_g;
         for (int i0 = 0; i0 < cin_g; i0 += CB1) {
@@ -136,10 +149,8 @@ __attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, c
             for (int tb = 0; tb < t_out; tb += TB1) {
                 const int te = t_out - tb < TB1 ? t_out : tb + TB1;
                 for (int i = i0; i < i1; i++)
-                    memcpy(pk + (size_t)(i - i0) * TB1, xm.base + (size_t)(ci0 + i) * xm.crs + tb,
+                    memcpy(pk + (size_t)(i - i0) * TB1, xm->base + (size_t)(ci0 + i) * xm->crs + tb,
                            sizeof(float) * (size_t)(te - tb));
-                pm.base = pk;
-                pm.crs = TB1;
                 for (int o = og; o < gend;) {
                     const int CO = gend - o < CO_MAX ? gend - o : CO_MAX;
                     const float *wo = a->w + (size_t)o * wos;
@@ -147,20 +158,7 @@ __attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, c
                         const int rem = te - t < TVMAX * VL ? te - t : TVMAX * VL;
                         const int TV = (rem + VL - 1) / VL;
                         const __m256i m = lane_mask(rem - (TV - 1) * VL);
-#define XM (&pm)
-#define XR0 (-i0)
-#define XT (t - tb)
-                        switch (CO) {
-                        case 1: C1_CASES(1) break;
-                        case 2: C1_CASES(2) break;
-                        case 3: C1_CASES(3) break;
-                        case 4: C1_CASES(4) break;
-                        case 5: C1_CASES(5) break;
-                        default: C1_CASES(6) break;
-                        }
-#undef XM
-#undef XR0
-#undef XT
+                        C1_SWITCH(&pm, -i0, t - tb)
                     }
                     o += CO;
                 }
@@ -203,9 +201,6 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
         conv1d_k1_packed(a, &xm, o0, o1, t_out);
         return;
     }
-#define XM (&xm)
-#define XR0 ci0
-#define XT t
     for (int o = o0; o < o1;) {
         const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
         const int CO = gend - o < CO_MAX ? gend - o : CO_MAX, ci0 = g * cin_g;
@@ -216,21 +211,11 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
                 const int rem = t_out - t < TVMAX * VL ? t_out - t : TVMAX * VL;
                 const int TV = (rem + VL - 1) / VL;
                 const __m256i m = lane_mask(rem - (TV - 1) * VL);
-                switch (CO) {
-                case 1: C1_CASES(1) break;
-                case 2: C1_CASES(2) break;
-                case 3: C1_CASES(3) break;
-                case 4: C1_CASES(4) break;
-                case 5: C1_CASES(5) break;
-                default: C1_CASES(6) break;
-                }
+                C1_SWITCH(&xm, ci0, t)
             }
         }
         o += CO;
     }
-#undef XM
-#undef XR0
-#undef XT
 }
 
 /* ------------------------------------------------------------ transposed */
