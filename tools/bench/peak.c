@@ -2,7 +2,8 @@
  * machine section of every report): how many f32 multiply-adds and int8
  * multiply-adds the CPU retires per second on n threads, with the
  * instructions the engine's kernels use on it (chosen at run time: AVX-512
- * FMA and VNNI vpdpbusd, AVX2 FMA and vpmaddubsw + vpmaddwd, else scalar).
+ * FMA and VNNI vpdpbusd, AVX2 FMA and vpsignb + vpmaddubsw + vpmaddwd, else
+ * scalar).
  * Dataflow: n threads released together (bench_run_threads) -> each runs 12
  * independent accumulator chains of one instruction for a fixed count ->
  * operations / time of the slowest thread, best of reps passes.
@@ -29,7 +30,8 @@
 #include "bench.h"
 
 static const char *const f32_names[PK_N_METHODS] = {"scalar mul+add", "avx2 fma ymm", "avx512 fma zmm"};
-static const char *const i8_names[PK_N_METHODS] = {"none", "avx2 vpmaddubsw+vpmaddwd ymm", "avx512 vnni vpdpbusd zmm"};
+static const char *const i8_names[PK_N_METHODS] = {"none", "avx2 vpsignb+vpmaddubsw+vpmaddwd ymm",
+                                                    "avx512 vnni vpdpbusd zmm"};
 
 const char *peak_method_name(peak_kind k, peak_method m) {
     if (m < 0 || m >= PK_N_METHODS) return "unknown";
@@ -128,26 +130,52 @@ __attribute__((target("avx512f,avx512vnni"))) static double loop_i8_avx512(long 
     return s;
 }
 
-/* The AVX2 int8 product without VNNI: u8 x s8 pairs to s16 (vpmaddubsw),
- * s16 pairs to s32 (vpmaddwd against ones), added (vpaddd): three
- * instructions per 32 multiply-adds; counted as one op of 32. */
+/* The AVX2 int8 product without VNNI, as the int8 kernels do it
+ * (matmul_avx2.c): the weight bytes take the activations' signs (vpsignb),
+ * u8 x s8 pairs to s16 (vpmaddubsw), s16 pairs to s32 (vpmaddwd against
+ * ones), added (vpaddd): four instructions per 32 multiply-adds, counted as
+ * one op of 32. In assembly: with intrinsics the compiler computes the
+ * product, which no accumulator feeds, once per round for all 12 chains
+ * (it did until the twentieth pass: the loop timed 12 vpaddd, some from
+ * memory, per vpmaddubsw, not the multiplies). */
+#define I8_UNIT(acc, t)                                                                                            \
+    "vpsignb %%ymm12, %%ymm12, %%ymm" t "\n\t"                                                                     \
+    "vpmaddubsw %%ymm" t ", %%ymm12, %%ymm" t "\n\t"                                                               \
+    "vpmaddwd %%ymm13, %%ymm" t ", %%ymm" t "\n\t"                                                                 \
+    "vpaddd %%ymm" t ", %%ymm" acc ", %%ymm" acc "\n\t"
+#define I8_LOAD(acc) "vmovdqu " acc "*32(%[a]), %%ymm" acc "\n\t"
+#define I8_STORE(acc) "vmovdqu %%ymm" acc ", " acc "*32(%[a])\n\t"
 __attribute__((target("avx2"))) static double loop_i8_avx2(long iters, int one) {
-    __m256i a[12];
-    __m256i x = _mm256_set1_epi8((char)one);
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    for (int j = 0; j < 12; j++) a[j] = _mm256_set1_epi32(j);
-    for (long i = 0; i < iters; i++) {
-        __asm__ volatile("" : "+x"(x));
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; j++)
-            a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(_mm256_maddubs_epi16(x, x), ones16));
-    }
-    int32_t lane[8];
+    _Alignas(32) int32_t acc[12][8];
+    _Alignas(32) int8_t x[32];
+    _Alignas(32) int16_t ones16[16];
+    for (int j = 0; j < 12; j++)
+        for (int k = 0; k < 8; k++) acc[j][k] = j;
+    memset(x, one, sizeof x);
+    for (int k = 0; k < 16; k++) ones16[k] = 1;
+    if (iters > 0)
+        __asm__ volatile(
+            /* the 12 accumulators in ymm0-11, the bytes in ymm12, ones in ymm13 */
+            I8_LOAD("0") I8_LOAD("1") I8_LOAD("2") I8_LOAD("3") I8_LOAD("4") I8_LOAD("5") I8_LOAD("6") I8_LOAD("7")
+            I8_LOAD("8") I8_LOAD("9") I8_LOAD("10") I8_LOAD("11")
+            "vmovdqu (%[x]), %%ymm12\n\t"
+            "vmovdqu (%[o]), %%ymm13\n\t"
+            "1:\n\t"
+            I8_UNIT("0", "14") I8_UNIT("1", "15") I8_UNIT("2", "14") I8_UNIT("3", "15") I8_UNIT("4", "14")
+            I8_UNIT("5", "15") I8_UNIT("6", "14") I8_UNIT("7", "15") I8_UNIT("8", "14") I8_UNIT("9", "15")
+            I8_UNIT("10", "14") I8_UNIT("11", "15")
+            "dec %[n]\n\t"
+            "jnz 1b\n\t"
+            I8_STORE("0") I8_STORE("1") I8_STORE("2") I8_STORE("3") I8_STORE("4") I8_STORE("5") I8_STORE("6")
+            I8_STORE("7") I8_STORE("8") I8_STORE("9") I8_STORE("10") I8_STORE("11")
+            "vzeroupper\n\t"
+            : [n] "+r"(iters)
+            : [a] "r"(acc), [x] "r"(x), [o] "r"(ones16)
+            : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+              "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
     double s = 0;
-    for (int j = 0; j < 12; j++) {
-        _mm256_storeu_si256((__m256i *)lane, a[j]);
-        for (int k = 0; k < 8; k++) s += lane[k];
-    }
+    for (int j = 0; j < 12; j++)
+        for (int k = 0; k < 8; k++) s += acc[j][k];
     return s;
 }
 #endif
