@@ -415,4 +415,50 @@ int cmd_bandwidth(int argc, char **argv);  /* bandwidth.c */
 int cmd_plot(int argc, char **argv);       /* plot.c: SVG from a JSON report */
 void bench_help(FILE *f);                  /* bench.c */
 
+/* ---------------------------------------------------------------- burst.c */
+
+/* What the tasks behind a burst's first audios cost on two cores, one at a
+ * time and side by side, and the least median first audio of a burst of 4
+ * that any schedule of them could reach (`qtts-bench burst`). */
+enum { BT_P = 0, BT_S = 1, BT_D = 2, BT_N = 3 }; /* prefill, step of one stream, first 1-frame chunk decode */
+
+typedef struct burst_costs {
+    double two[BT_N];              /* ms a task on the 2-thread model */
+    double one[BT_N];              /* ms a task on one thread, the other core idle */
+    double pair[BT_N][BT_N][2];    /* [a][b], a <= b: ms of a and of b side by side, a thread each */
+} burst_costs;
+
+typedef struct burst_result {
+    double t1;       /* P2 + S2 + D2: the lone request's first audio */
+    double serial;   /* 2.5 (P2 + D2) + 1.5 S2: one task at a time on both cores */
+    double case1;    /* mean of the least times for (2P, 1S, 2D) and (3P, 2S, 3D) */
+    double case2;    /* mean of the least times for (3P, 1S, 2D) and (3P, 1S, 3D) */
+    double any;      /* min(case1, case2): no schedule of these tasks does better */
+    double share[BT_N]; /* least ms a task of each kind takes of the two cores' time */
+} burst_result;
+
+/* Least ms to finish w[k] tasks of each kind with the configurations of c
+ * (those with a time <= 0 or NaN left out); NaN when some kind in w has no
+ * configuration. */
+double burst_tmin(const burst_costs *c, const double w[BT_N]);
+void burst_bounds(const burst_costs *c, burst_result *r);
+
+typedef struct burst_opts {
+    const char *model_dir;
+    qtts_weight_type weights;
+    const char *text, *voice, *instructions; /* voice NULL: the model's first speaker (CustomVoice);
+                                                instructions NULL: a default description (VoiceDesign) */
+    int rounds;
+    double seconds;          /* a configuration's window a round */
+    int stream_frames;       /* frames of the stepping stream before it starts again */
+    void (*on_round)(void *arg, int round, const burst_costs *c); /* optional */
+    void *arg;
+} burst_opts;
+
+/* Loads the model three times (2 threads, 1, 1) and measures; fills in the
+ * voice defaults of o. med: each configuration's median over the rounds;
+ * rounds: [o->rounds]. 0, or -1 with a message in err. */
+int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *err, size_t err_size);
+int cmd_burst(int argc, char **argv);
+
 #endif
