@@ -830,6 +830,24 @@ static void test_burst(void) {
           "%d differ, first: dual %g primal %g", bad, g1, g2);
     CHECK("burst bound: never above the one-at-a-time bound (300 random cost sets)", worse == 0, "%d", worse);
 
+    /* the end-to-end bound, worked out by hand */
+    memset(&c, 0, sizeof c);
+    c.two[BT_S] = 60, c.one[BT_S] = 100, c.two[BT_P] = 150, c.one[BT_P] = 290;
+    c.step_two[2] = 70, c.step_one[2] = 120, c.step_two[3] = 80, c.step_one[3] = 150;
+    c.step_two[4] = 90, c.step_one[4] = 170, c.chunk_two = 160, c.chunk_one = 300;
+    burst_tput t;
+    burst_tput_bounds(&c, 69, &t);
+    const double t1 = 60 + 40 + 150.0 / 69, t4 = 4 * (42.5 + 75 + 290.0 / 69) / 2;
+    CHECK("burst end-to-end bound: shares, one stream's frame, 4 streams' frame and the ratio (by hand)",
+          fabs(t.g[1] - 100) < 1e-9 && fabs(t.g[2] - 60) < 1e-9 && fabs(t.g[3] - 50) < 1e-9 &&
+              fabs(t.g[4] - 42.5) < 1e-9 && fabs(t.e - 75) < 1e-9 && fabs(t.p - 290.0 / 69) < 1e-9 &&
+              fabs(t.t1 - t1) < 1e-9 && fabs(t.t4 - t4) < 1e-9 && fabs(t.ratio - 4 * t1 / t4) < 1e-12,
+          "g %g %g %g %g e %g p %g t1 %g t4 %g ratio %g", t.g[1], t.g[2], t.g[3], t.g[4], t.e, t.p, t.t1, t.t4,
+          t.ratio);
+    c.step_two[4] = c.step_one[4] = 10000; /* a batch of 4 no better: batches of 3 still count */
+    burst_tput_bounds(&c, 69, &t);
+    CHECK("burst end-to-end bound: the cheapest batch of up to 4 streams", fabs(t.g[4] - 50) < 1e-9, "%g", t.g[4]);
+
     /* a short measurement on the tiny CustomVoice model */
     burst_costs med, rounds[1];
     char err[512] = "";
@@ -840,8 +858,12 @@ static void test_burst(void) {
     for (int k = 0; k < BT_N && pos; k++) pos = med.two[k] > 0 && med.one[k] > 0 && isfinite(med.two[k]);
     for (int a = 0; a < BT_N && pos; a++)
         for (int b = a; b < BT_N && pos; b++) pos = med.pair[a][b][0] > 0 && med.pair[a][b][1] > 0;
+    for (int b = 1; b <= 4 && pos; b++) pos = med.step_two[b] > 0 && med.step_one[b] > 0;
+    pos = pos && med.chunk_two > 0 && med.chunk_one > 0 && fabs(o.frame_ms - 80) < 1e-9;
+    burst_tput_bounds(&med, o.stream_frames, &t);
+    pos = pos && t.t4 > 0 && t.ratio > 0 && isfinite(t.ratio);
     burst_bounds(&med, &r);
-    CHECK("qtts-bench burst: measures all twelve configurations on the tiny model, the model's first speaker by default",
+    CHECK("qtts-bench burst: measures all twenty configurations on the tiny model, the model's first speaker by default",
           pos && r.any > 0 && r.any <= r.serial + 1e-9 && o.voice && memcmp(&med, &rounds[0], sizeof med) == 0,
           "rc %d (%s), voice %s, any %g serial %g", rc, err, o.voice ? o.voice : "(none)", r.any, r.serial);
     burst_opts ob = o;

@@ -191,7 +191,9 @@ void bench_help(FILE *f) {
             "                 [--instructions STR]\n"
             "                            prefill, step and first-chunk decode on 2 threads, on 1, and two side\n"
             "                            by side (one thread each), and the least median first audio of a\n"
-            "                            burst of 4 any schedule of them allows (defaults: q8, 5 rounds, 2 s)\n"
+            "                            burst of 4 any schedule of them allows; steps of 2-4 streams and a\n"
+            "                            4-frame chunk's decode, and the most 4 streams can gain end to end\n"
+            "                            (defaults: q8, 5 rounds, 2 s)\n"
             "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }

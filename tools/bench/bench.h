@@ -426,6 +426,10 @@ typedef struct burst_costs {
     double two[BT_N];              /* ms a task on the 2-thread model */
     double one[BT_N];              /* ms a task on one thread, the other core idle */
     double pair[BT_N][BT_N][2];    /* [a][b], a <= b: ms of a and of b side by side, a thread each */
+    /* for the end-to-end bound: a step of b streams ([b], b = 1..4; [1] is
+     * two/one[BT_S]) and a 4-frame chunk's decode in a running stream */
+    double step_two[5], step_one[5];
+    double chunk_two, chunk_one;
 } burst_costs;
 
 typedef struct burst_result {
@@ -436,6 +440,23 @@ typedef struct burst_result {
     double any;      /* min(case1, case2): no schedule of these tasks does better */
     double share[BT_N]; /* least ms a task of each kind takes of the two cores' time */
 } burst_result;
+
+/* End to end (audio seconds a wall second, 4 streams against 1): a task's
+ * share of the two cores is at least min(2 x its 2-thread time, its 1-thread
+ * time alone) (side by side never measured faster than alone), so 4 streams
+ * need at least 4 (g4 + e + p) / 2 ms a frame, g4 the cheapest step share a
+ * stream with batches of up to 4, e a frame's decode share, p the prefill's
+ * share over `frames` frames; the one-at-a-time engine needs t1 = S2 + E2 / 4
+ * + P2 / frames for one stream. ratio = 4 t1 / t4: the most any engine that
+ * is no slower than it on one stream gains with 4. */
+typedef struct burst_tput {
+    double g[5];  /* [c]: least core-ms of generation a stream-frame with batches of up to c streams */
+    double e, p;  /* least core-ms a stream-frame of decoding, of prefill */
+    double t1;    /* ms a frame of one stream, one task at a time on both cores */
+    double t4;    /* least ms a frame of 4 streams, any schedule */
+    double ratio; /* 4 t1 / t4 */
+} burst_tput;
+void burst_tput_bounds(const burst_costs *c, int frames, burst_tput *t);
 
 /* Least ms to finish w[k] tasks of each kind with the configurations of c
  * (those with a time <= 0 or NaN left out); NaN when some kind in w has no
@@ -450,7 +471,9 @@ typedef struct burst_opts {
                                                 instructions NULL: a default description (VoiceDesign) */
     int rounds;
     double seconds;          /* a configuration's window a round */
-    int stream_frames;       /* frames of the stepping stream before it starts again */
+    int stream_frames;       /* frames of the stepping streams before they start again, and
+                                the request length the end-to-end bound spreads a prefill over */
+    double frame_ms;         /* out: audio ms a frame (80 for the 12 Hz codec) */
     void (*on_round)(void *arg, int round, const burst_costs *c); /* optional */
     void *arg;
 } burst_opts;
