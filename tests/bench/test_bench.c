@@ -844,6 +844,11 @@ static void test_burst(void) {
               fabs(t.t1 - t1) < 1e-9 && fabs(t.t4 - t4) < 1e-9 && fabs(t.ratio - 4 * t1 / t4) < 1e-12,
           "g %g %g %g %g e %g p %g t1 %g t4 %g ratio %g", t.g[1], t.g[2], t.g[3], t.g[4], t.e, t.p, t.t1, t.t4,
           t.ratio);
+    c.chunk_pair[0] = 280, c.chunk_pair[1] = 290, c.step4_chunk[0] = 160, c.step4_chunk[1] = 250;
+    burst_tput_bounds(&c, 69, &t);
+    CHECK("burst end-to-end bound: side by side counts where it is cheaper (by hand: g4 40, e 62.5)",
+          fabs(t.g[4] - 40) < 1e-9 && fabs(t.e - 62.5) < 1e-9, "g4 %g e %g", t.g[4], t.e);
+    c.step4_chunk[0] = c.step4_chunk[1] = 0;
     c.step_two[4] = c.step_one[4] = 10000; /* a batch of 4 no better: batches of 3 still count */
     burst_tput_bounds(&c, 69, &t);
     CHECK("burst end-to-end bound: the cheapest batch of up to 4 streams", fabs(t.g[4] - 50) < 1e-9, "%g", t.g[4]);
@@ -859,11 +864,12 @@ static void test_burst(void) {
     for (int a = 0; a < BT_N && pos; a++)
         for (int b = a; b < BT_N && pos; b++) pos = med.pair[a][b][0] > 0 && med.pair[a][b][1] > 0;
     for (int b = 1; b <= 4 && pos; b++) pos = med.step_two[b] > 0 && med.step_one[b] > 0;
-    pos = pos && med.chunk_two > 0 && med.chunk_one > 0 && fabs(o.frame_ms - 80) < 1e-9;
+    pos = pos && med.chunk_two > 0 && med.chunk_one > 0 && med.chunk_pair[0] > 0 && med.chunk_pair[1] > 0 &&
+          med.step4_chunk[0] > 0 && med.step4_chunk[1] > 0 && fabs(o.frame_ms - 80) < 1e-9;
     burst_tput_bounds(&med, o.stream_frames, &t);
     pos = pos && t.t4 > 0 && t.ratio > 0 && isfinite(t.ratio);
     burst_bounds(&med, &r);
-    CHECK("qtts-bench burst: measures all twenty configurations on the tiny model, the model's first speaker by default",
+    CHECK("qtts-bench burst: measures all twenty-two configurations on the tiny model, the model's first speaker by default",
           pos && r.any > 0 && r.any <= r.serial + 1e-9 && o.voice && memcmp(&med, &rounds[0], sizeof med) == 0,
           "rc %d (%s), voice %s, any %g serial %g", rc, err, o.voice ? o.voice : "(none)", r.any, r.serial);
     burst_opts ob = o;

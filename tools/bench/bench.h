@@ -430,6 +430,8 @@ typedef struct burst_costs {
      * two/one[BT_S]) and a 4-frame chunk's decode in a running stream */
     double step_two[5], step_one[5];
     double chunk_two, chunk_one;
+    double chunk_pair[2];          /* two 4-frame chunks side by side */
+    double step4_chunk[2];         /* a step of 4 streams beside a 4-frame chunk: ms of each */
 } burst_costs;
 
 typedef struct burst_result {
@@ -442,8 +444,9 @@ typedef struct burst_result {
 } burst_result;
 
 /* End to end (audio seconds a wall second, 4 streams against 1): a task's
- * share of the two cores is at least min(2 x its 2-thread time, its 1-thread
- * time alone) (side by side never measured faster than alone), so 4 streams
+ * share of the two cores is at least the least of twice its 2-thread time
+ * and its times on one thread, alone or beside any other task measured, so
+ * 4 streams
  * need at least 4 (g4 + e + p) / 2 ms a frame, g4 the cheapest step share a
  * stream with batches of up to 4, e a frame's decode share, p the prefill's
  * share over `frames` frames; the one-at-a-time engine needs t1 = S2 + E2 / 4

@@ -25,7 +25,8 @@
  * 2.5 (P2 + D2) + 1.5 S2 (when P2 >= S2).
  *
  * End to end (burst_tput_bounds): it also times steps of 2, 3 and 4
- * streams and a 4-frame chunk's decode, on 2 threads and on 1, and bounds
+ * streams and a 4-frame chunk's decode, on 2 threads and on 1, two chunks
+ * side by side and a 4-stream step beside a chunk, and bounds
  * the audio 4 streams can get a wall second by the cores' time each
  * stream-frame needs at least (bench.h); against the one-at-a-time engine's
  * single stream that is the most 4 streams can gain. */
@@ -140,17 +141,30 @@ void burst_bounds(const burst_costs *c, burst_result *res) {
     for (int k = 0; k < BT_N; k++) res->share[k] = burst_tmin(c, one[k]);
 }
 
+/* The least of the positive values among n (a measured time; 0 or NaN: not measured) */
+static double least(int n, const double *v) {
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (v[i] > 0 && v[i] < m) m = v[i];
+    return m;
+}
+
 void burst_tput_bounds(const burst_costs *c, int frames, burst_tput *t) {
     memset(t, 0, sizeof *t);
+    const double s1[] = {2 * c->two[BT_S], c->one[BT_S], c->pair[BT_S][BT_S][0], c->pair[BT_S][BT_S][1],
+                         c->pair[BT_P][BT_S][1], c->pair[BT_S][BT_D][0]};
+    const double p1[] = {2 * c->two[BT_P], c->one[BT_P], c->pair[BT_P][BT_P][0], c->pair[BT_P][BT_P][1],
+                         c->pair[BT_P][BT_S][0], c->pair[BT_P][BT_D][0]};
+    const double e1[] = {2 * c->chunk_two, c->chunk_one, c->chunk_pair[0], c->chunk_pair[1], c->step4_chunk[1]};
     double best = INFINITY;
     for (int b = 1; b <= 4; b++) {
-        const double tw = b == 1 ? c->two[BT_S] : c->step_two[b], to = b == 1 ? c->one[BT_S] : c->step_one[b];
-        const double share = fmin(2 * tw, to) / b;
+        const double sb[] = {2 * c->step_two[b], c->step_one[b], b == 4 ? c->step4_chunk[0] : 0};
+        const double share = (b == 1 ? least(6, s1) : least(3, sb)) / b;
         if (share < best) best = share;
         t->g[b] = best;
     }
-    t->e = fmin(2 * c->chunk_two, c->chunk_one) / 4;
-    t->p = fmin(2 * c->two[BT_P], c->one[BT_P]) / frames;
+    t->e = least(5, e1) / 4;
+    t->p = least(6, p1) / frames;
     t->t1 = c->two[BT_S] + c->chunk_two / 4 + c->two[BT_P] / frames;
     t->t4 = 4 * (t->g[4] + t->e + t->p) / 2;
     t->ratio = 4 * t->t1 / t->t4;
@@ -160,6 +174,7 @@ void burst_tput_bounds(const burst_costs *c, int frames, burst_tput *t) {
 
 /* Task kinds beyond BT_*: steps of 2, 3 and 4 streams, a 4-frame chunk */
 enum { TK_S2 = BT_N, TK_S3, TK_S4, TK_E };
+#define N_CFG 22
 
 typedef struct lane {
     qtts_model *m;
@@ -422,16 +437,17 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
         }
         nl++;
     }
-    /* the twelve configurations of the TTFA bound and the eight more of the
+    /* the twelve configurations of the TTFA bound and the ten more of the
      * end-to-end one, in this order every round */
-    static const int cfg[20][3] = {{BT_P, -1, 2},  {BT_S, -1, 2},  {BT_D, -1, 2},    {BT_P, -1, 1},   {BT_S, -1, 1},
-                                   {BT_D, -1, 1},  {BT_P, BT_P, 0}, {BT_S, BT_S, 0}, {BT_D, BT_D, 0}, {BT_P, BT_S, 0},
-                                   {BT_P, BT_D, 0}, {BT_S, BT_D, 0}, {TK_S2, -1, 2},  {TK_S2, -1, 1},  {TK_S3, -1, 2},
-                                   {TK_S3, -1, 1}, {TK_S4, -1, 2}, {TK_S4, -1, 1},   {TK_E, -1, 2},   {TK_E, -1, 1}};
+    static const int cfg[N_CFG][3] = {
+        {BT_P, -1, 2},   {BT_S, -1, 2},   {BT_D, -1, 2},   {BT_P, -1, 1},   {BT_S, -1, 1},   {BT_D, -1, 1},
+        {BT_P, BT_P, 0}, {BT_S, BT_S, 0}, {BT_D, BT_D, 0}, {BT_P, BT_S, 0}, {BT_P, BT_D, 0}, {BT_S, BT_D, 0},
+        {TK_S2, -1, 2},  {TK_S2, -1, 1},  {TK_S3, -1, 2},  {TK_S3, -1, 1},  {TK_S4, -1, 2},  {TK_S4, -1, 1},
+        {TK_E, -1, 2},   {TK_E, -1, 1},   {TK_E, TK_E, 0}, {TK_S4, TK_E, 0}};
     for (int r = 0; r < o->rounds; r++) {
         burst_costs *c = &rounds[r];
         memset(c, 0, sizeof *c);
-        for (int q = 0; q < 20; q++) {
+        for (int q = 0; q < N_CFG; q++) {
             const int a = cfg[q][0], b = cfg[q][1], th = cfg[q][2];
             double t[2];
             lane *La = th == 2 ? &L[0] : &L[1], *Lb = b >= 0 ? &L[2] : NULL;
@@ -444,7 +460,12 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
                     snprintf(err, n, "%s", L[v].msg);
                     goto done;
                 }
-            if (a >= TK_S2 && a <= TK_S4) *(th == 2 ? &c->step_two[a - TK_S2 + 2] : &c->step_one[a - TK_S2 + 2]) = t[0];
+            if (b == TK_E) {
+                double *d = a == TK_E ? c->chunk_pair : c->step4_chunk;
+                d[0] = t[0];
+                d[1] = t[1];
+            } else if (a >= TK_S2 && a <= TK_S4)
+                *(th == 2 ? &c->step_two[a - TK_S2 + 2] : &c->step_one[a - TK_S2 + 2]) = t[0];
             else if (a == TK_E) *(th == 2 ? &c->chunk_two : &c->chunk_one) = t[0];
             else if (th == 2) c->two[a] = t[0];
             else if (th == 1) c->one[a] = t[0];
@@ -485,6 +506,12 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
     med->chunk_two = med_of(x, o->rounds);
     for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].chunk_one;
     med->chunk_one = med_of(x, o->rounds);
+    for (int k = 0; k < 2; k++) {
+        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].chunk_pair[k];
+        med->chunk_pair[k] = med_of(x, o->rounds);
+        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].step4_chunk[k];
+        med->step4_chunk[k] = med_of(x, o->rounds);
+    }
     free(x);
     rc = 0;
 done:
@@ -501,10 +528,10 @@ static void print_costs(const char *label, const burst_costs *c) {
     for (int a = 0; a < BT_N; a++)
         for (int b = a; b < BT_N; b++)
             printf(" %c%c %.1f/%.1f", BT_NAME[a], BT_NAME[b], c->pair[a][b][0], c->pair[a][b][1]);
-    printf(" | steps of 2, 3, 4 streams: 2 threads %.1f %.1f %.1f, 1 thread %.1f %.1f %.1f | 4-frame chunk: 2 threads "
-           "%.1f, 1 thread %.1f\n",
+    printf(" | steps of 2, 3, 4 streams: 2 threads %.1f %.1f %.1f, 1 thread %.1f %.1f %.1f | 4-frame chunk E: 2 threads "
+           "%.1f, 1 thread %.1f | side by side EE %.1f/%.1f, 4-stream step and E %.1f/%.1f\n",
            c->step_two[2], c->step_two[3], c->step_two[4], c->step_one[2], c->step_one[3], c->step_one[4],
-           c->chunk_two, c->chunk_one);
+           c->chunk_two, c->chunk_one, c->chunk_pair[0], c->chunk_pair[1], c->step4_chunk[0], c->step4_chunk[1]);
 }
 
 static void print_bounds(const char *label, const burst_costs *c, int frames, double frame_ms) {
@@ -581,7 +608,7 @@ int cmd_burst(int argc, char **argv) {
     printf("# text: %s\n", o.text);
     printf("# ms a task (P prefill with the voice prefix reused, S a step of one stream, D the first 1-frame chunk's\n"
            "# decode with the decoder's reset; steps of 2-4 streams, a 4-frame chunk's decode in a running stream);\n"
-           "# streams restart after %d frames; each configuration %.2f s a round, the twenty in turn, %d rounds;\n"
+           "# streams restart after %d frames; each configuration %.2f s a round, the twenty-two in turn, %d rounds;\n"
            "# a window's median of its tasks after the first; the summary takes each configuration's median over "
            "rounds\n",
            o.stream_frames, o.seconds, o.rounds);
