@@ -188,7 +188,7 @@ typedef struct lane {
     int cs_started;       /* cs has had a generation (to finish before the next) */
     qtts_context *cn[4], *ce; /* cn: the streams of a multi-stream step; ce: a running decode */
     qtts_batch *bn;
-    int cn_started;
+    int cn_n;             /* streams last added to bn (to finish before the next) */
     int32_t codes4[4 * 64]; /* the first 4 frames of a generation, for the 4-frame chunks */
     float *pcm4;
     qtts_status st;       /* first failure */
@@ -253,18 +253,19 @@ static double lane_task(lane *L, int kind) {
          * or when the window wants another count */
         const int b = kind == TK_S2 ? 2 : kind == TK_S3 ? 3 : 4;
         if (qtts_batch_size(L->bn) != b) {
-            for (int i = 0; i < 4 && L->cn_started; i++) {
+            for (int i = 0; i < L->cn_n; i++) {
                 qtts_batch_remove(L->bn, L->cn[i]);
                 qtts_context_finish(L->cn[i], NULL);
             }
+            L->cn_n = 0;
             for (int i = 0; i < b; i++) {
                 qtts_gen_params p = lane_params(L, L->o->stream_frames);
                 if ((st = qtts_batch_add(L->bn, L->cn[i], &p, NULL, NULL))) {
                     lane_fail(L, st, "multi-stream step", L->cn[i]);
                     return -1;
                 }
+                L->cn_n = i + 1;
             }
-            L->cn_started = 1;
             t0 = bench_now_ms();
         }
         qtts_batch_step(L->bn);
