@@ -70,18 +70,20 @@ static int rates(const burst_costs *c, double r[][BT_N]) {
     return n;
 }
 
+static double det3(const double M[3][3]) {
+    return M[0][0] * (M[1][1] * M[2][2] - M[1][2] * M[2][1]) - M[0][1] * (M[1][0] * M[2][2] - M[1][2] * M[2][0]) +
+           M[0][2] * (M[1][0] * M[2][1] - M[1][1] * M[2][0]);
+}
+
+/* A x = b by Cramer's rule; -1 when A is singular. */
 static int solve3(const double A[3][3], const double b[3], double x[3]) {
-    const double d = A[0][0] * (A[1][1] * A[2][2] - A[1][2] * A[2][1]) -
-                     A[0][1] * (A[1][0] * A[2][2] - A[1][2] * A[2][0]) +
-                     A[0][2] * (A[1][0] * A[2][1] - A[1][1] * A[2][0]);
+    const double d = det3(A);
     if (fabs(d) < 1e-300) return -1;
     for (int i = 0; i < 3; i++) {
         double M[3][3];
         memcpy(M, A, sizeof M);
         for (int k = 0; k < 3; k++) M[k][i] = b[k];
-        x[i] = (M[0][0] * (M[1][1] * M[2][2] - M[1][2] * M[2][1]) - M[0][1] * (M[1][0] * M[2][2] - M[1][2] * M[2][0]) +
-                M[0][2] * (M[1][0] * M[2][1] - M[1][1] * M[2][0])) /
-               d;
+        x[i] = det3(M) / d;
     }
     return 0;
 }
@@ -251,7 +253,7 @@ static double lane_task(lane *L, int kind) {
     if (kind >= TK_S2 && kind <= TK_S4) {
         /* a step of b running streams, all (re)started untimed when they end
          * or when the window wants another count */
-        const int b = kind == TK_S2 ? 2 : kind == TK_S3 ? 3 : 4;
+        const int b = kind - TK_S2 + 2;
         if (qtts_batch_size(L->bn) != b) {
             for (int i = 0; i < L->cn_n; i++) {
                 qtts_batch_remove(L->bn, L->cn[i]);
@@ -357,7 +359,7 @@ static void *job_run(void *u) {
             atomic_store(&j->failed, 1);
             break;
         }
-        if (t >= 0 && j->n < j->cap) {
+        if (j->n < j->cap) {
             j->v[j->n++] = t;
             atomic_store(&j->n_done, j->n);
         }
@@ -420,18 +422,20 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
             snprintf(err, n, "cannot load %s: %s", o->model_dir, e);
             goto done;
         }
-        qtts_model_info info;
-        qtts_model_get_info(m[v], &info);
-        if (!info.has_codec || info.type == QTTS_MODEL_BASE) {
-            snprintf(err, n, "%s: burst needs a CustomVoice or VoiceDesign model with its speech_tokenizer/ (a Base "
-                     "model speaks only in a cloned voice)", o->model_dir);
-            goto done;
+        if (v == 0) { /* the same folder each time: check and fill in the defaults once */
+            qtts_model_info info;
+            qtts_model_get_info(m[0], &info);
+            if (!info.has_codec || info.type == QTTS_MODEL_BASE) {
+                snprintf(err, n, "%s: burst needs a CustomVoice or VoiceDesign model with its speech_tokenizer/ (a "
+                         "Base model speaks only in a cloned voice)", o->model_dir);
+                goto done;
+            }
+            o->frame_ms = 1000.0 * info.samples_per_frame / info.sample_rate_hz;
+            if (info.type == QTTS_MODEL_CUSTOM_VOICE && !o->voice && qtts_model_n_speakers(m[0]) > 0)
+                o->voice = qtts_model_speaker(m[0], 0);
+            if (info.type == QTTS_MODEL_VOICE_DESIGN && !o->instructions)
+                o->instructions = "A calm, clear voice."; /* the load generator's */
         }
-        if (v == 0) o->frame_ms = 1000.0 * info.samples_per_frame / info.sample_rate_hz;
-        if (v == 0 && info.type == QTTS_MODEL_CUSTOM_VOICE && !o->voice && qtts_model_n_speakers(m[0]) > 0)
-            o->voice = qtts_model_speaker(m[0], 0);
-        if (v == 0 && info.type == QTTS_MODEL_VOICE_DESIGN && !o->instructions)
-            o->instructions = "A calm, clear voice."; /* the load generator's */
         if (lane_init(&L[v], m[v], o, err, n)) {
             lane_free(&L[v]);
             goto done;
@@ -479,39 +483,18 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
         c->step_one[1] = c->one[BT_S];
         if (o->on_round) o->on_round(o->arg, r, c);
     }
-    /* each configuration's median over the rounds */
-    memset(med, 0, sizeof *med);
+    /* each configuration's median over the rounds: burst_costs is doubles
+     * only, so field by field as an array (unmeasured fields stay 0) */
+    enum { NF = sizeof(burst_costs) / sizeof(double) };
+    _Static_assert(sizeof(burst_costs) == NF * sizeof(double), "burst_costs holds doubles only");
     double *x = malloc(sizeof(double) * (size_t)o->rounds);
     if (!x) {
         snprintf(err, n, "out of memory");
         goto done;
     }
-    for (int k = 0; k < BT_N; k++) {
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].two[k];
-        med->two[k] = med_of(x, o->rounds);
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].one[k];
-        med->one[k] = med_of(x, o->rounds);
-        for (int b = k; b < BT_N; b++)
-            for (int s = 0; s < 2; s++) {
-                for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].pair[k][b][s];
-                med->pair[k][b][s] = med_of(x, o->rounds);
-            }
-    }
-    for (int b = 1; b <= 4; b++) {
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].step_two[b];
-        med->step_two[b] = med_of(x, o->rounds);
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].step_one[b];
-        med->step_one[b] = med_of(x, o->rounds);
-    }
-    for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].chunk_two;
-    med->chunk_two = med_of(x, o->rounds);
-    for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].chunk_one;
-    med->chunk_one = med_of(x, o->rounds);
-    for (int k = 0; k < 2; k++) {
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].chunk_pair[k];
-        med->chunk_pair[k] = med_of(x, o->rounds);
-        for (int r = 0; r < o->rounds; r++) x[r] = rounds[r].step4_chunk[k];
-        med->step4_chunk[k] = med_of(x, o->rounds);
+    for (int f = 0; f < NF; f++) {
+        for (int r = 0; r < o->rounds; r++) x[r] = ((const double *)&rounds[r])[f];
+        ((double *)med)[f] = med_of(x, o->rounds);
     }
     free(x);
     rc = 0;
