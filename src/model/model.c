@@ -98,7 +98,7 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     if (s) return s;
     st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
     /* regrouped by 16 rows where the kernels have a fast path for it */
-    if (m->ops.k->prefer_x16 && (s = qmat_pack_x16(&q, e))) {
+    if (m->ops.k->prefer_x16 && (s = qmat_pack_x16(&q, m->ops.k->x16_q8_signed, e))) {
         qmat_free(&q);
         return s;
     }

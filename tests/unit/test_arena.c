@@ -48,7 +48,7 @@ static void test_arena_basics(void) {
  * the matrix keeps its own buffer. */
 static void test_move_to_arena(void) {
     enum { ROWS = 37, COLS = 300 };
-    static const int qtypes[] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32, QT_Q8_B32_X16, QT_Q4M_B32_X16};
+    static const int qtypes[] = {QT_Q8_B32, QT_Q4_B32, QT_Q4M_B32, QT_Q8_B32_X16, QT_Q8_B32_X16S, QT_Q4M_B32_X16};
     float *w = malloc(sizeof(float) * ROWS * COLS), *X = malloc(sizeof(float) * 3 * COLS);
     float *Y1 = malloc(sizeof(float) * 3 * ROWS), *Y2 = malloc(sizeof(float) * 3 * ROWS);
     uint32_t s = 12345;
@@ -69,10 +69,11 @@ static void test_move_to_arena(void) {
                  : qt == QT_Q4_B32       ? "q4"
                  : qt == QT_Q4M_B32      ? "q4m"
                  : qt == QT_Q8_B32_X16   ? "q8x16"
+                 : qt == QT_Q8_B32_X16S  ? "q8x16s"
                                          : "q4mx16");
-        const int x16 = qt == QT_Q8_B32_X16 || qt == QT_Q4M_B32_X16;
-        if (qmat_quantize(&src, qt == QT_Q8_B32_X16 ? QT_Q8_B32 : qt == QT_Q4M_B32_X16 ? QT_Q4M_B32 : qt, &q, &e) ||
-            (x16 && qmat_pack_x16(&q, &e))) {
+        const int q8x = qt == QT_Q8_B32_X16 || qt == QT_Q8_B32_X16S, x16 = q8x || qt == QT_Q4M_B32_X16;
+        if (qmat_quantize(&src, q8x ? QT_Q8_B32 : qt == QT_Q4M_B32_X16 ? QT_Q4M_B32 : qt, &q, &e) ||
+            (x16 && qmat_pack_x16(&q, qt == QT_Q8_B32_X16S, &e))) {
             CHECK(name, 0, "%s", e.msg);
             continue;
         }

@@ -427,20 +427,22 @@ static void test_matmul_quant(void) {
     free_fmat(&w);
 }
 
-/* QT_Q8_B32_X16 and QT_Q4M_B32_X16 (int8 / int4 regrouped by 16 rows): the
- * same values as the row-major matrix they came from; every table's kernel
- * gives the scalar X16 kernel's bits for any n, row range and thread count;
- * within the SIMD-vs-scalar bound of the row-major result. */
-static void test_matmul_x16(int src_quant) {
-    const int q4 = src_quant == QT_Q4M_B32, wf = q4 ? OPS_WF_Q4MX16 : OPS_WF_Q8X16;
-    const char *tag = q4 ? "q4mx16" : "q8x16";
+/* QT_Q8_B32_X16, QT_Q8_B32_X16S (q8s) and QT_Q4M_B32_X16 (int8 / int4
+ * regrouped by 16 rows): the same values as the row-major matrix they came
+ * from; every table's kernel gives the scalar X16 kernel's bits for any n, row
+ * range and thread count; within the SIMD-vs-scalar bound of the row-major
+ * result; the signed int8 bytes give the unsigned ones' bits. */
+static void test_matmul_x16(int src_quant, int q8s) {
+    const int q4 = src_quant == QT_Q4M_B32, wf = q4 ? OPS_WF_Q4MX16 : q8s ? OPS_WF_Q8X16S : OPS_WF_Q8X16;
+    const int want = q4 ? QT_Q4M_B32_X16 : q8s ? QT_Q8_B32_X16S : QT_Q8_B32_X16;
+    const char *tag = q4 ? "q4mx16" : q8s ? "q8x16s" : "q8x16";
     char nm[96];
     static const int shapes[][2] = {{1, 1}, {5, 33}, {16, 32}, {17, 129}, {33, 300}, {64, 1024}, {100, 77}};
     /* row counts: every tile height of the AVX-512 kernels (1-4 rows of X
      * against 16 weight rows, 1-6 against 32) and remainders after whole tiles */
     enum { NS = 8, NX = 13 };
     static const int ns[NS] = {1, 2, 3, 4, 5, 8, 9, 13};
-    int deq_ok = 1, bits_ok[5] = {1, 1, 1, 1, 1}, split_ok = 1, pool_ok = 1, sent = 1, n_cases = 0;
+    int deq_ok = 1, bits_ok[5] = {1, 1, 1, 1, 1}, split_ok = 1, pool_ok = 1, sent = 1, n_cases = 0, as_u8 = 1;
     double worst = 0;
     char where[96] = "";
     ops_ctx c2;
@@ -449,10 +451,11 @@ static void test_matmul_x16(int src_quant) {
         const int rows = shapes[sh][0], cols = shapes[sh][1], nb = qt_kpad(cols) / 32;
         fmat w;
         make_fmat(&w, DT_BF16, rows, cols, 1.0f);
-        qt_mat q, p;
+        qt_mat q, p, u = {0};
         qtts_error e;
         if (qmat_quantize(&w.m, src_quant, &q, &e) || qmat_quantize(&w.m, src_quant, &p, &e) ||
-            qmat_pack_x16(&p, &e) || p.quant != (q4 ? QT_Q4M_B32_X16 : QT_Q8_B32_X16)) {
+            qmat_pack_x16(&p, q8s, &e) || (int)p.quant != want ||
+            (q8s && (qmat_quantize(&w.m, src_quant, &u, &e) || qmat_pack_x16(&u, 0, &e)))) {
             snprintf(nm, sizeof nm, "%s_pack", tag);
             CHECK(nm, 0, "%s", e.msg);
             free_fmat(&w);
@@ -478,6 +481,10 @@ static void test_matmul_x16(int src_quant) {
                 const float *bb = bias ? b : NULL;
                 n_cases++;
                 sent &= run_mm(ops_kernels_scalar(), &p, X, n, bb, Yr);
+                if (q8s) {
+                    sent &= run_mm(ops_kernels_scalar(), &u, X, n, bb, Yq);
+                    as_u8 &= memcmp(Yq, Yr, sizeof(float) * n * rows) == 0;
+                }
                 sent &= run_mm(ops_kernels_scalar(), &q, X, n, bb, Yq);
                 for (int i = 0; i < n; i++)
                     for (int r = 0; r < rows; r++) {
@@ -529,9 +536,11 @@ static void test_matmul_x16(int src_quant) {
         free(r2);
         qmat_free(&q);
         qmat_free(&p);
+        if (q8s) qmat_free(&u);
         free_fmat(&w);
     }
     ops_free(&c2);
+    if (q8s) CHECK("q8x16s_bits_equal_q8x16", as_u8, "signed and unsigned int8 bytes give different outputs");
     snprintf(nm, sizeof nm, "%s_same_values", tag);
     CHECK(nm, deq_ok, "a regrouped row dequantises differently");
     snprintf(nm, sizeof nm, "%s_scalar_vs_row_major_%s", tag, q4 ? "q4m" : "q8");
@@ -552,12 +561,13 @@ static void test_matmul_x16(int src_quant) {
         qt_mat q4s;
         qtts_error e;
         const int made = qmat_quantize(&w.m, QT_Q4_B32, &q4s, &e) == QTTS_OK;
-        CHECK("x16_rejects_q4", made && qmat_pack_x16(&q4s, &e) == QTTS_ERR_INVALID_ARG && q4s.quant == QT_Q4_B32,
+        CHECK("x16_rejects_q4", made && qmat_pack_x16(&q4s, 0, &e) == QTTS_ERR_INVALID_ARG && q4s.quant == QT_Q4_B32,
               "an int4 matrix without minima was accepted");
         qmat_free(&q4s);
         free_fmat(&w);
         return;
     }
+    if (q8s) return; /* the activation prep is the unsigned layout's, checked there */
     /* every table's activation prep writes the scalar prep's bytes (zero blocks,
      * ragged tails, a row with NaN and one with Inf included) */
     static const int pcols[] = {1, 31, 33, 100, 300, 1024};
@@ -1759,7 +1769,7 @@ static void test_matmul_multi(void) {
             if ((which == 3 || which == 5) && tables[t]->prefer_x16)
                 for (int i = 0; i < 3; i++) {
                     qtts_error e;
-                    if (qmat_pack_x16(&c[i].m, &e)) ok = 0;
+                    if (qmat_pack_x16(&c[i].m, tables[t]->x16_q8_signed, &e)) ok = 0;
                 }
             if (c[0].dp && !tables[t]->mm_bf16_dp) {
                 for (int i = 0; i < 3; i++) free_case(&c[i]);
@@ -1803,6 +1813,7 @@ static void test_matmul_multi(void) {
             snprintf(name, sizeof name, "matmul_multi_%s_%s", tables[t]->name,
                      mixed                                ? "mixed"
                      : c[0].m.quant == QT_Q8_B32_X16  ? "Q8_B32_X16"
+                     : c[0].m.quant == QT_Q8_B32_X16S ? "Q8_B32_X16S"
                      : c[0].m.quant == QT_Q4M_B32_X16 ? "Q4M_B32_X16"
                                                       : c[0].name);
             CHECK(name, ok, "a product of the shared job differs from its own ops_matmul");
@@ -1844,7 +1855,8 @@ static void test_matmul_swiglu(void) {
             const int x16 = (which == 3 || which == 5) && tables[t]->prefer_x16; /* as the model stores them */
             if (x16) {
                 qtts_error e;
-                ok &= qmat_pack_x16(&g.m, &e) == QTTS_OK && qmat_pack_x16(&u.m, &e) == QTTS_OK;
+                ok &= qmat_pack_x16(&g.m, tables[t]->x16_q8_signed, &e) == QTTS_OK &&
+                      qmat_pack_x16(&u.m, tables[t]->x16_q8_signed, &e) == QTTS_OK;
             }
             for (int nt = 1; nt <= 3; nt++) {
                 ops_ctx ctx;
@@ -1946,8 +1958,9 @@ int main(void) {
     test_matmul_float();
     test_quantize();
     test_matmul_quant();
-    test_matmul_x16(QT_Q8_B32);
-    test_matmul_x16(QT_Q4M_B32);
+    test_matmul_x16(QT_Q8_B32, 0);
+    test_matmul_x16(QT_Q8_B32, 1);
+    test_matmul_x16(QT_Q4M_B32, 0);
     test_bf16_dp();
     test_contract();
     test_matmul_multi();

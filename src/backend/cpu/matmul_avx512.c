@@ -744,6 +744,7 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
         k->prep[OPS_WF_Q4MX16] = prep_q8x16_avx512;
         k->prep_size[OPS_WF_Q4MX16] = q8_prep_size;
         k->prefer_x16 = 1;
+        k->x16_q8_signed = 0; /* vpdpbusd takes the weights unsigned (q + 128) */
     }
     k->mm_bf16_dp = bf16 ? mm_bf16dp_avx512 : NULL;
     k->dot = dot_avx512;

@@ -91,6 +91,7 @@ int ops_weight_format(const qt_mat *W) {
     case DT_I8:
         if (W->quant == QT_Q8_B32 && W->scales) return OPS_WF_Q8;
         if (W->quant == QT_Q8_B32_X16 && W->scales) return OPS_WF_Q8X16;
+        if (W->quant == QT_Q8_B32_X16S && W->scales) return OPS_WF_Q8X16S;
         return -1;
     case DT_U8:
         if (W->quant == QT_Q4_B32 && W->scales) return OPS_WF_Q4;

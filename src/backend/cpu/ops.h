@@ -49,6 +49,7 @@ typedef enum qt_quant {
     QT_Q4M_B32,   /* int4, blocks of 32, f16 scale and min: w = d * q + m, q in [0, 15] */
     QT_Q8_B32_X16, /* QT_Q8_B32 interleaved by 16 rows for the integer dot units (quant.h) */
     QT_Q4M_B32_X16, /* QT_Q4M_B32 interleaved by 16 rows the same way (quant.h) */
+    QT_Q8_B32_X16S, /* QT_Q8_B32_X16 with q stored as signed bytes, for tables without vpdpbusd (quant.h) */
     QT_QUANT_COUNT
 } qt_quant;
 
@@ -78,6 +79,7 @@ static inline int qt_is_quant(const qt_mat *m) { return m->dtype == DT_I8 || m->
 /* Weight formats as kernel table indices. */
 enum {
     OPS_WF_F32, OPS_WF_F16, OPS_WF_BF16, OPS_WF_Q8, OPS_WF_Q4, OPS_WF_Q4M, OPS_WF_Q8X16, OPS_WF_Q4MX16,
+    OPS_WF_Q8X16S,
     OPS_WF_COUNT
 };
 
@@ -144,6 +146,11 @@ typedef struct ops_kernels {
     /* 1 when quantised weights should be regrouped by 16 rows for this table
      * (QT_Q8_B32_X16, QT_Q4M_B32_X16: its kernels for those are the fast ones) */
     int prefer_x16;
+    /* with prefer_x16, 1 when int8 should be regrouped as QT_Q8_B32_X16S:
+     * kernels that take |w| and the sign of w (AVX2's vpmaddubsw after
+     * vpsignb) read signed bytes directly, without the + 128 that VNNI's
+     * unsigned operand needs */
+    int x16_q8_signed;
 } ops_kernels;
 
 struct ops_rt; /* thread pool and scratch (ops.c) */

@@ -73,7 +73,7 @@ static void mm_quant_scalar(const qt_mat *W, const float *X, const void *prep, i
     }
 }
 
-/* QT_Q8_B32_X16 and QT_Q4M_B32_X16 (quant.h): per output, blocks in order,
+/* QT_Q8_B32_X16(S) and QT_Q4M_B32_X16 (quant.h): per output, blocks in order,
  * the exact integer dot, acc = fmaf(isum, d_w * dx, acc) (int4 also
  * accm = fmaf(m_w, fsum, accm), then acc + accm), then + bias: the op
  * sequence of every table's kernel for these layouts, so the bits are the
@@ -98,6 +98,9 @@ static void mm_x16_scalar(const qt_mat *W, const float *X, const void *prep, int
                         const uint8_t byte = blk[(c / 4) * 64 + j * 4 + c % 4];
                         dot += (byte & 15) * xq[c] + (byte >> 4) * xq[c + 16];
                     }
+                } else if (W->quant == QT_Q8_B32_X16S) {
+                    for (int c = 0; c < QT_BLOCK; c++)
+                        dot += (int32_t)(int8_t)blk[(c / 4) * 64 + j * 4 + c % 4] * xq[c];
                 } else {
                     dot = xr.off[b]; /* -128 isum: cancels the stored q + 128 */
                     for (int c = 0; c < QT_BLOCK; c++) dot += (int32_t)blk[(c / 4) * 64 + j * 4 + c % 4] * xq[c];
@@ -134,9 +137,10 @@ static const ops_kernels scalar_kernels = {
     .name = "scalar",
     .matmul = matmul_scalar,
     .mm = {mm_float_scalar, mm_float_scalar, mm_float_scalar, mm_quant_scalar, mm_quant_scalar, mm_quant_scalar,
-           mm_x16_scalar, mm_x16_scalar},
-    .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size},
-    .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep, q8x16_prep, q8x16_prep},
+           mm_x16_scalar, mm_x16_scalar, mm_x16_scalar},
+    .prep_size = {NULL, NULL, NULL, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size, q8_prep_size,
+                  q8_prep_size},
+    .prep = {NULL, NULL, NULL, q8_prep, q8_prep, q8_prep, q8x16_prep, q8x16_prep, q8x16_prep},
     .mm_bf16_dp = NULL,
     .dot = dot_scalar,
     .axpy = axpy_scalar,

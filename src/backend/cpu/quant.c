@@ -52,13 +52,16 @@ void qmat_dequant_row(const qt_mat *m, int r, float *out) {
         return;
     }
     const int nb = nb_of(m->cols), cols = m->cols;
-    if (m->quant == QT_Q8_B32_X16) {
+    if (m->quant == QT_Q8_B32_X16 || m->quant == QT_Q8_B32_X16S) {
         const size_t g = (size_t)r / 16, j = (size_t)r % 16;
+        const int sgn = m->quant == QT_Q8_B32_X16S;
         for (int b = 0; b * QT_BLOCK < cols; b++) {
             const float d = f16_to_f32(m->scales[(g * nb + b) * 16 + j]);
             const uint8_t *blk = (const uint8_t *)m->data + (g * nb + b) * 512;
-            for (int c = 0; c < QT_BLOCK && b * QT_BLOCK + c < cols; c++)
-                out[b * QT_BLOCK + c] = d * (float)((int)blk[(c / 4) * 64 + j * 4 + c % 4] - 128);
+            for (int c = 0; c < QT_BLOCK && b * QT_BLOCK + c < cols; c++) {
+                const uint8_t v = blk[(c / 4) * 64 + j * 4 + c % 4];
+                out[b * QT_BLOCK + c] = d * (float)(sgn ? (int)(int8_t)v : (int)v - 128);
+            }
         }
         return;
     }
@@ -179,8 +182,9 @@ qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error 
     return QTTS_OK;
 }
 
-/* QT_Q8_B32_X16: int8 q + 128 at [g][b][c][j][t] = row 16 g + j, column 32 b + 4 c + t */
-static void pack_rows_q8(const qt_mat *m, uint8_t *buf, uint16_t *sc) {
+/* QT_Q8_B32_X16: int8 q + off (128; 0 for QT_Q8_B32_X16S, read as int8) at
+ * [g][b][c][j][t] = row 16 g + j, column 32 b + 4 c + t */
+static void pack_rows_q8(const qt_mat *m, uint8_t *buf, uint16_t *sc, int off) {
     const int nb = nb_of(m->cols), kpad = qt_kpad(m->cols);
     const int8_t *q = m->data;
     for (int r = 0; r < m->rows; r++) {
@@ -188,7 +192,7 @@ static void pack_rows_q8(const qt_mat *m, uint8_t *buf, uint16_t *sc) {
         for (int b = 0; b < nb; b++) {
             uint8_t *blk = buf + (g * nb + b) * 512;
             for (int c = 0; c < QT_BLOCK; c++)
-                blk[(c / 4) * 64 + j * 4 + c % 4] = (uint8_t)((int)q[(size_t)r * kpad + b * QT_BLOCK + c] + 128);
+                blk[(c / 4) * 64 + j * 4 + c % 4] = (uint8_t)((int)q[(size_t)r * kpad + b * QT_BLOCK + c] + off);
             sc[(g * nb + b) * 16 + j] = m->scales[(size_t)r * nb + b];
         }
     }
@@ -213,7 +217,7 @@ static void pack_rows_q4m(const qt_mat *m, uint8_t *buf, uint16_t *sc, uint16_t 
     }
 }
 
-qtts_status qmat_pack_x16(qt_mat *m, qtts_error *e) {
+qtts_status qmat_pack_x16(qt_mat *m, int q8_signed, qtts_error *e) {
     const int q8 = m && m->dtype == DT_I8 && m->quant == QT_Q8_B32 && m->scales;
     const int q4m = m && m->dtype == DT_U8 && m->quant == QT_Q4M_B32 && m->scales && m->mins;
     if (!q8 && !q4m)
@@ -227,15 +231,16 @@ qtts_status qmat_pack_x16(qt_mat *m, qtts_error *e) {
         return err_set(e, QTTS_ERR_NOMEM, "out of memory regrouping a [%d, %d] %s matrix", m->rows, m->cols,
                        q8 ? "int8" : "int4");
     uint16_t *sc = (uint16_t *)(buf + data_bytes), *mins = q4m ? (uint16_t *)(buf + data_bytes + sc_bytes) : NULL;
-    memset(buf, q8 ? 128 : 0, data_bytes); /* padding rows: q = 0 (int8), q = 0 with d = m = 0 (int4) */
+    const int off = q8 && !q8_signed ? 128 : 0;
+    memset(buf, off, data_bytes); /* padding rows: q = 0 (int8), q = 0 with d = m = 0 (int4) */
     memset(sc, 0, sc_bytes * (q4m ? 2 : 1));
-    if (q8) pack_rows_q8(m, buf, sc);
+    if (q8) pack_rows_q8(m, buf, sc, off);
     else pack_rows_q4m(m, buf, sc, mins);
     free(m->owned);
     m->data = buf;
     m->scales = sc;
     m->mins = mins;
-    m->quant = q8 ? QT_Q8_B32_X16 : QT_Q4M_B32_X16;
+    m->quant = !q8 ? QT_Q4M_B32_X16 : q8_signed ? QT_Q8_B32_X16S : QT_Q8_B32_X16;
     m->owned = buf;
     m->owned_bytes = total;
     return QTTS_OK;

@@ -22,6 +22,10 @@
  *              integer dots of 16 rows come out in one vector; each output is
  *              sum over blocks b, in order, of fma(isum_b, d_w * dx_b, acc)
  *              (every table computes it that way: the same bits).
+ *  QT_Q8_B32_X16S  QT_Q8_B32_X16 with each byte q itself (int8, no + 128),
+ *              padding rows 0: for tables whose integer dot multiplies |w| by
+ *              x with w's sign (AVX2), which then skip the flip back to q.
+ *              The same values and output sequence as QT_Q8_B32_X16.
  *  QT_Q4M_B32_X16  the values of QT_Q4M_B32 regrouped the same way: u8
  *              [rows16][nb][4][16][4], byte [.][b][c][j][t] of row 16 g + j
  *              holding q of column 32 b + 4 c + t in its low nibble and of
@@ -61,9 +65,10 @@ static inline int qt_kpad(int cols) { return (cols + QT_KPAD_ALIGN - 1) / QT_KPA
 qtts_status qmat_quantize(const qt_mat *src, int qtype, qt_mat *dst, qtts_error *e);
 
 /* Regroup a QT_Q8_B32 or QT_Q4M_B32 matrix from qmat_quantize in place into
- * QT_Q8_B32_X16 or QT_Q4M_B32_X16 (same values; the old buffer is freed).
- * Other formats: QTTS_ERR_INVALID_ARG. On failure m is unchanged. */
-qtts_status qmat_pack_x16(qt_mat *m, qtts_error *e);
+ * QT_Q8_B32_X16 (QT_Q8_B32_X16S with q8_signed) or QT_Q4M_B32_X16 (same
+ * values; the old buffer is freed). Other formats: QTTS_ERR_INVALID_ARG. On
+ * failure m is unchanged. */
+qtts_status qmat_pack_x16(qt_mat *m, int q8_signed, qtts_error *e);
 
 /* Move a matrix made by qmat_quantize (or regrouped) into arena storage (the
  * values unchanged; its own buffer is freed and owned becomes NULL, so
