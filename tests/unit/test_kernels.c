@@ -1879,7 +1879,8 @@ static void test_matmul_swiglu(void) {
             }
             char name[96];
             snprintf(name, sizeof name, "matmul_swiglu_%s_%s%s", tables[t]->name,
-                     mixed ? "mixed" : uneven ? "uneven_nan" : g.name, x16 ? "_X16" : "");
+                     mixed ? "mixed" : uneven ? "uneven_nan" : g.name,
+                     !x16 ? "" : g.m.quant == QT_Q8_B32_X16S ? "_X16S" : "_X16");
             CHECK(name, ok, uneven ? "gate and up of different heights did not give NaN"
                                    : "the fused SwiGLU differs from two products and the table's swiglu");
             free_case(&g);

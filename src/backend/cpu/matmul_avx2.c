@@ -610,6 +610,45 @@ static void attn_head_avx2(const float *q, const float *K, const float *V, size_
     }
 }
 
+/* e^x for x clamped to [-104, 89]: the AVX-512 table's sequence (n = x log2 e
+ * rounded to nearest, r = x - n ln 2 in two parts, degree-7 polynomial), with
+ * 2^n applied as two exact powers of two, 2^(n >> 1) then 2^(n - (n >> 1)),
+ * so only the last product rounds, as vscalefps does: the same bits. */
+AI __m256 exp_avx2(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* g = g / (1 + e^-g) * u, 8 lanes at a time, the tail through masked loads
+ * and stores: every element goes through the same operations wherever it
+ * sits (the AVX-512 table's bits). NaN in g stays NaN. */
+static void swiglu_avx2(float *g, const float *u, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int j = 0; j < n; j += 8) {
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lane);
+        const __m256 gv = _mm256_maskload_ps(g + j, m), uv = _mm256_maskload_ps(u + j, m);
+        const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+        _mm256_maskstore_ps(g + j, m, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), uv));
+    }
+}
+
 void ops_fill_avx2(ops_kernels *k) {
     k->mm[OPS_WF_F32] = mm_f32_avx2;
     k->mm[OPS_WF_F16] = mm_f16_avx2;
@@ -633,4 +672,5 @@ void ops_fill_avx2(ops_kernels *k) {
     k->dot = dot_avx2;
     k->axpy = axpy_avx2;
     k->attn_head = attn_head_avx2;
+    k->swiglu = swiglu_avx2;
 }
