@@ -613,7 +613,8 @@ static void attn_head_avx2(const float *q, const float *K, const float *V, size_
 /* e^x for x clamped to [-104, 89]: the AVX-512 table's sequence (n = x log2 e
  * rounded to nearest, r = x - n ln 2 in two parts, degree-7 polynomial), with
  * 2^n applied as two exact powers of two, 2^(n >> 1) then 2^(n - (n >> 1)),
- * so only the last product rounds, as vscalefps does: the same bits. */
+ * so only the last product rounds, as vscalefps does (the AVX-512 results
+ * are expected bit for bit; no CPU here has both to compare them). */
 AI __m256 exp_avx2(__m256 x) {
     x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -637,7 +638,7 @@ AI __m256 exp_avx2(__m256 x) {
 
 /* g = g / (1 + e^-g) * u, 8 lanes at a time, the tail through masked loads
  * and stores: every element goes through the same operations wherever it
- * sits (the AVX-512 table's bits). NaN in g stays NaN. */
+ * sits (the AVX-512 table's sequence). NaN in g stays NaN. */
 static void swiglu_avx2(float *g, const float *u, int n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
