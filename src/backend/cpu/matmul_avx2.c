@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/exp_poly.h"
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
 
@@ -610,25 +611,19 @@ static void attn_head_avx2(const float *q, const float *K, const float *V, size_
     }
 }
 
-/* e^x for x clamped to [-104, 89]: the AVX-512 table's sequence (n = x log2 e
- * rounded to nearest, r = x - n ln 2 in two parts, degree-7 polynomial), with
- * 2^n applied as two exact powers of two, 2^(n >> 1) then 2^(n - (n >> 1)),
- * so only the last product rounds, as vscalefps does (the AVX-512 results
- * are expected bit for bit; no CPU here has both to compare them). */
+/* e^x by exp_poly.h's sequence (the AVX-512 table's), with 2^n applied as two
+ * exact powers of two, 2^(n >> 1) then 2^(n - (n >> 1)), so only the last
+ * product rounds, as vscalefps does (the AVX-512 results are expected bit for
+ * bit; no CPU here has both to compare them). */
 AI __m256 exp_avx2(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_X_MIN)), _mm256_set1_ps(EXP_X_MAX));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-6f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_POLY[0]);
+#pragma GCC unroll 8
+    for (int k = 1; k < EXP_POLY_N; k++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[k]));
     const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     const __m256i bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/exp_poly.h"
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
 
@@ -690,26 +691,17 @@ static void attn_head_avx512(const float *q, const float *K, const float *V, siz
 
 /* ------------------------------------------------------------ SwiGLU */
 
-/* e^x for x clamped to [-104, 89] (beyond it e^x is 0 or overflows anyway):
- * x = n ln 2 + r with n = round(x log2 e), |r| <= ln 2 / 2 (ln 2 in a 15-bit
- * head, so n ln2_hi is exact, and a tail); e^r by its Taylor series to r^7
- * (the next term is below 1e-8 relative there) in Horner form; 2^n by
- * scalef, which saturates to inf and to 0 / subnormals correctly. Within a
- * few ulp of expf. */
+/* e^x by exp_poly.h's sequence; 2^n by scalef, which saturates to inf and to
+ * 0 / subnormals correctly. Within a few ulp of expf. */
 AI __m512 exp_avx512(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_X_MIN)), _mm512_set1_ps(EXP_X_MAX));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_POLY[0]);
+#pragma GCC unroll 8
+    for (int k = 1; k < EXP_POLY_N; k++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[k]));
     return _mm512_scalef_ps(p, n);
 }
 
