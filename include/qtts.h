@@ -68,6 +68,40 @@ typedef enum qtts_weight_type {
     QTTS_WEIGHTS_Q4 = 2        /* int4, blocks of 32 with an f16 scale and minimum (quantised at load) */
 } qtts_weight_type;
 
+/* Where the language model (prefill, talker, code predictor, sampling) runs.
+ * The codec decoder and the encoders run on the CPU on every backend. */
+typedef enum qtts_backend {
+    QTTS_BACKEND_CPU = 0,    /* the CPU kernels (scalar reference or the best SIMD table) */
+    QTTS_BACKEND_VULKAN = 1  /* Vulkan compute on a GPU (or Mesa's lavapipe on the CPU) */
+} qtts_backend;
+
+/* "cpu" / "vulkan" -> backend; -1 if the name is unknown (case-insensitive). */
+int qtts_backend_from_name(const char *name);
+const char *qtts_backend_name(qtts_backend b);
+
+/* One compute device of a backend, as qtts_backend_devices lists it. */
+typedef struct qtts_device_info {
+    char name[256];           /* e.g. "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)" */
+    char driver[256];         /* driver name and version, e.g. "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)" */
+    char type[16];            /* "discrete", "integrated", "virtual", "cpu", "other" */
+    uint32_t api_version;     /* Vulkan API version (VK_MAKE_API_VERSION packing) */
+    int64_t memory_bytes;     /* device-local memory heaps, summed */
+    uint32_t subgroup_size;   /* default subgroup (warp / wave) size */
+    int int8_dot;             /* 1 when 4x8-bit packed integer dot products are accelerated */
+    int fp16;                 /* 1 when shaders can compute in 16-bit floats */
+    int int8_storage;         /* 1 when shaders can read 8-bit storage buffers */
+    int64_t max_buffer_range; /* maxStorageBufferRange: the largest one binding can address */
+    int usable;               /* 1 when qtts can run on it (the features it needs are present) */
+    char why_not[256];        /* when usable is 0: what is missing */
+} qtts_device_info;
+
+/* List the devices of backend b into out[0..max) (*n gets the count found,
+ * which may exceed max). QTTS_ERR_UNSUPPORTED with a message in errbuf that
+ * names the package or driver to install when the build has no such backend
+ * or no device exists. */
+qtts_status qtts_backend_devices(qtts_backend b, qtts_device_info *out, int max, int *n, char *errbuf,
+                                 size_t errbuf_size);
+
 typedef struct qtts_model_params {
     int n_threads;           /* worker threads for compute; >= 1; default 1 */
     qtts_weight_type weights;/* format of the talker's (and, by default, the code predictor's)
@@ -84,6 +118,11 @@ typedef struct qtts_model_params {
                                 (fewer TLB misses while streaming them; same values, same
                                 resident size); 0 = stored ones are read in place from the
                                 file mapping; default 1 */
+    qtts_backend backend;    /* where the language model runs; default QTTS_BACKEND_CPU, or the
+                                one the environment variable QTTS_BACKEND names ("cpu",
+                                "vulkan") when it is set */
+    int device;              /* device index of the backend (qtts_backend_devices); >= 0;
+                                default 0, or QTTS_DEVICE when set */
     qtts_log_fn log;         /* diagnostics sink; NULL = discard; default NULL */
     void *log_user;          /* passed to log; default NULL */
 } qtts_model_params;
@@ -132,6 +171,11 @@ typedef struct qtts_model_info {
     const char *weight_dtype; /* dominant dtype of the checkpoint file, "BF16", "F32", ... */
     const char *talker_format;    /* in memory: "native", "q8" or "q4" */
     const char *predictor_format; /* in memory: "native", "q8" or "q4" */
+    qtts_backend backend;         /* where the language model runs */
+    const char *device_name;      /* the backend's device ("cpu" for the CPU backend) */
+    const char *device_driver;    /* its driver ("" for the CPU backend) */
+    int64_t device_bytes_allocated; /* device memory in use by buffers now (0 on the CPU) */
+    int64_t device_bytes_reserved;  /* device memory allocations made (>= allocated; 0 on the CPU) */
 } qtts_model_info;
 
 void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
@@ -303,6 +347,10 @@ typedef struct qtts_stats {
     int n_chunks;            /* PCM chunks delivered */
     int teacher_frames;      /* frames compared against teacher codes */
     int teacher_agree[64];   /* per codebook: frames where the model chose the teacher's code */
+    /* GPU time from timestamp queries (Vulkan backend; 0 on the CPU), summed over the call:
+       talker prefill; talker steps with codec_head; code predictor passes with their heads;
+       sampling (talker and predictor draws, logits processors) */
+    double gpu_prefill_ms, gpu_talker_ms, gpu_predictor_ms, gpu_sampling_ms;
 } qtts_stats;
 
 void qtts_context_get_stats(const qtts_context *ctx, qtts_stats *stats);

@@ -4,6 +4,8 @@
 # With --tests it also installs what the integration tests drive (nginx,
 # Node.js + npm for the official openai client, pocketsphinx and espeak-ng,
 # and on x86-64 the aarch64 cross compiler and qemu-user for the NEON checks).
+# The base list includes the Vulkan loader headers, glslc and Mesa's drivers
+# (lavapipe, the CPU Vulkan driver the Vulkan tests run on without a GPU).
 set -e
 if [ "${1:-}" = "--tests" ]; then
     sh "$(dirname "$0")/install-deps.sh"
@@ -12,5 +14,5 @@ if [ "${1:-}" = "--tests" ]; then
     sh "$(dirname "$0")/install-cross-test-deps.sh"
     exit 0
 fi
-PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev librubberband-dev"
+PKGS="build-essential pkg-config curl ca-certificates libpcre2-dev libutf8proc-dev libjansson-dev libsndfile1-dev libsoxr-dev sox libmicrohttpd-dev libmp3lame-dev libopusenc-dev libopus-dev librubberband-dev libvulkan-dev glslc mesa-vulkan-drivers"
 sh "$(dirname "$0")/apt-install.sh" $PKGS

@@ -1,0 +1,168 @@
+/* The contract between the host code and the compute shaders in
+ * src/backend/vulkan/shaders/: for each shader, its bindings, its push
+ * constants (the C struct below, mirrored field by field in the shader's
+ * push_constant block, std430 scalar layout: uint32 and float only) and its
+ * dispatch size. Shared constants live here and in shaders/common.glsl.
+ *
+ * Conventions:
+ *  - activations, norms, biases, KV caches: f32;
+ *  - offsets and strides are in elements of the bound buffer, so one buffer
+ *    can hold several tensors;
+ *  - weight matrices are PyTorch Linear [rows = out][cols = in], row-major,
+ *    in one of four formats (shader suffix):
+ *      f32   float  W[rows][cols]
+ *      bf16  uint16 W[rows][cols] (bf16 bits; value = bits << 16 as f32)
+ *      q8    int8   q[rows][kpad] + f16 scales d[rows][kpad/32]: w = d * q
+ *      q4m   uint8  p[rows][kpad/2] + f16 scales d and mins m [rows][kpad/32]:
+ *            block b of row r is the 16 bytes p[r][16b .. 16b+15]; byte j
+ *            holds q of column 32b+j in its low nibble and of column
+ *            32b+16+j in its high nibble; w = d * q + m
+ *    (q8 and q4m are exactly the CPU's QT_Q8_B32 and QT_Q4M_B32, see
+ *    src/backend/cpu/quant.h; kpad = cols rounded up to 128, padding zero)
+ *  - the per-stream state buffer is uint32 st[VK_ST_WORDS] (layout below). */
+#ifndef QTTS_BACKEND_VULKAN_VK_KERNELS_H
+#define QTTS_BACKEND_VULKAN_VK_KERNELS_H
+
+#include <stdint.h>
+
+/* ---- per-stream state: uint32 words of the state buffer ---- */
+enum {
+    VK_ST_K = 0,        /* frame index of the frame being made (talker step k) */
+    VK_ST_POS = 1,      /* talker position the step writes (prompt length + k) */
+    VK_ST_NQ = 2,       /* rows of the trailing text queue (the row after them is tts_pad) */
+    VK_ST_NTEACH = 3,   /* teacher frames (0: none) */
+    VK_ST_BAN_EOS = 4,  /* 1: EOS is banned at every step (forced frames) */
+    VK_ST_SEED_LO = 5,  /* the request's seed, low and high 32 bits */
+    VK_ST_SEED_HI = 6,
+    VK_ST_DRAWS = 7,    /* random draws made so far (the counter of the counter-based RNG) */
+    VK_ST_CODES = 16,   /* [16] this frame's codes, codebook 0..15 */
+    VK_ST_AGREE = 32,   /* [16] 1 where the pick equalled the teacher's code */
+    VK_ST_WORDS = 64
+};
+
+/* Flags of vk_pc_matmul.flags */
+#define VK_MM_BIAS 1u  /* add bias[r] */
+#define VK_MM_ACC 2u   /* Y += result (residual add) instead of Y = result */
+
+/* matvec_{f32,bf16,q8,q4m}.comp and matmul_{f32,bf16,q8,q4m}.comp:
+ *   Y[i][r] (+)= sum_c X[i][c] * W[r][c] (+ bias[r]) for i < n, r < rows.
+ * Bindings: 0 W data, 1 scales (q8, q4m; f16 bits as uint16), 2 mins (q4m),
+ *           3 X (float), 4 Y (float), 5 bias (float).
+ * X row i starts at x_off + i * x_stride, Y row i at y_off + i * y_stride.
+ * matvec: for small n (decode steps, n <= VK_MATVEC_MAX_N is the fast case;
+ *   larger n loops); dispatch (ceil(rows / VK_MATVEC_ROWS), 1, 1).
+ * matmul: tiled, for prefill (n large); dispatch
+ *   (ceil(rows / VK_MATMUL_TM), ceil(n / VK_MATMUL_TN), 1). */
+typedef struct vk_pc_matmul {
+    uint32_t rows, cols, n, kpad;
+    uint32_t x_off, x_stride, y_off, y_stride;
+    uint32_t bias_off, flags;
+} vk_pc_matmul;
+#define VK_MATVEC_ROWS 4
+#define VK_MATVEC_MAX_N 8
+#define VK_MATMUL_TM 32
+#define VK_MATMUL_TN 32
+
+/* rmsnorm.comp: y[i] = x[i] * (1 / sqrt(mean(x[i]^2) + eps)) * g, rows of H.
+ * Bindings: 0 x, 1 g, 2 y (may be the same buffer as x).
+ * Dispatch (n, 1, 1): one workgroup per row. */
+typedef struct vk_pc_rmsnorm {
+    uint32_t H, n, x_off, y_off, g_off;
+    float eps;
+} vk_pc_rmsnorm;
+
+/* qk_rope.comp: per row i (position p_i, see below): each of the nh query
+ * heads of q (in place) and nkv key heads of k gets a per-head RMSNorm over
+ * hd with weights qn / kn (offsets qn_off / kn_off in binding 3), then NeoX
+ * RoPE with the row of the rope table for p_i: x[j], x[j + hd/2] =
+ * x[j] c - x[j + hd/2] s, x[j + hd/2] c + x[j] s with c = rope[p][j],
+ * s = rope[p][hd/2 + j] (the table is what ops_rope_angles writes); then
+ * k and v of the row are stored at position p_i of the caches:
+ * kc[cache_off + p_i * kvd + ...] (kvd = nkv * hd), same for vc.
+ * Position: p_i = (pos_state ? st[VK_ST_POS] : pos0) + i.
+ * Bindings: 0 q [n][nh*hd], 1 k [n][kvd], 2 v [n][kvd], 3 small f32 vectors
+ *           (norm weights), 4 rope table [positions][hd], 5 kc, 6 vc, 7 st.
+ * q, k, v rows start at q_off + i*nh*hd, k_off + i*kvd, v_off + i*kvd.
+ * Dispatch (n, 1, 1). */
+typedef struct vk_pc_qk_rope {
+    uint32_t n, nh, nkv, hd;
+    uint32_t pos0, pos_state, cache_off, qn_off;
+    uint32_t kn_off, q_off, k_off, v_off;
+    float eps;
+} vk_pc_qk_rope;
+
+/* attention.comp: causal attention of row i over cache positions
+ * 0..p_i (p_i as in qk_rope): for query head h (kv head h / (nh / nkv)),
+ * out[i][h] = softmax(scale * q.k_t) . v_t, in one pass over the positions
+ * (online softmax in chunks through shared memory, any length).
+ * Bindings: 0 q [n][nh*hd], 1 kc, 2 vc, 3 out [n][nh*hd], 4 st.
+ * q row i at q_off + i*nh*hd, out row i at o_off + i*nh*hd; cache position t
+ * of this layer at cache_off + t*kvd.
+ * Dispatch (nh, n, 1). */
+typedef struct vk_pc_attention {
+    uint32_t n, nh, nkv, hd;
+    uint32_t pos0, pos_state, cache_off, q_off;
+    uint32_t o_off;
+    float scale;
+} vk_pc_attention;
+
+/* swiglu.comp: o[j] = silu(g[j]) * u[j], silu(x) = x / (1 + exp(-x)),
+ * for j < count. Bindings: 0 g, 1 u, 2 o.
+ * Dispatch (ceil(count / 256), 1, 1). */
+typedef struct vk_pc_swiglu {
+    uint32_t count, g_off, u_off, o_off;
+} vk_pc_swiglu;
+
+/* embed_{f32,bf16}.comp: out[out_off + j] (+)= table[table_off + idx * H + j]
+ * for j < H, with idx = min(ids[id_pos] + id_add, id_max) (ids: uint32).
+ * Bindings: 0 table, 1 ids (uint), 2 out.
+ * Dispatch (ceil(H / 256), 1, 1). */
+typedef struct vk_pc_embed {
+    uint32_t H, table_off, id_pos, id_add;
+    uint32_t id_max, out_off, accumulate;
+} vk_pc_embed;
+
+/* logits_talker.comp: the talker's logits processors, in place on
+ * logits[V]: repetition penalty on every id with seen[id] != 0 (once per id:
+ * x < 0 ? x * penalty : x / penalty); the end id banned (-inf) while
+ * st[VK_ST_K] < min_k or st[VK_ST_BAN_EOS] != 0; ids in [suppress_from, V)
+ * other than eos set to -inf.
+ * Bindings: 0 logits, 1 seen (uint [V]), 2 st.
+ * Dispatch (ceil(V / 256), 1, 1). */
+typedef struct vk_pc_logits_talker {
+    uint32_t V, eos, min_k, suppress_from;
+    float penalty;
+} vk_pc_logits_talker;
+
+/* sample.comp: one token from logits[V] (the row at logits_off), as
+ * src/model/sampling.c chooses it: greedy = argmax, ties to the lowest id;
+ * else temperature (logits / temperature), top-k (keep values >= the k-th
+ * largest; 0 or >= V: off), top-p (drop the ascending-sorted prefix whose
+ * cumulative probability is <= 1 - top_p, keep at least the largest), then
+ * softmax and one draw u in [0, 1) over the kept ids in id order. The draw
+ * is counter-based: u from a hash of (st seed, st[VK_ST_DRAWS]), then
+ * st[VK_ST_DRAWS]++ (every call, greedy too, so a stream's draws do not
+ * depend on which calls sample). Arithmetic in f32 (the CPU uses f64 for
+ * the softmax), so draws match the CPU's only where no probability sits on
+ * a rounding edge; the same device and seed repeat exactly.
+ * Then: teacher forcing when st[VK_ST_K] < st[VK_ST_NTEACH]: the teacher
+ * code teach[k * G + group] replaces the pick, and st[VK_ST_AGREE + group]
+ * = (pick == teacher). The result goes to st[VK_ST_CODES + group]; when
+ * mark_seen, seen[result] = 1 (the talker's repetition-penalty history).
+ * Bindings: 0 logits, 1 st, 2 teach (uint [frames][G]), 3 seen (uint [V]).
+ * Dispatch (1, 1, 1): one workgroup of VK_SAMPLE_WG threads. */
+typedef struct vk_pc_sample {
+    uint32_t V, logits_off, do_sample, top_k;
+    float temperature, top_p;
+    uint32_t group, G, mark_seen;
+} vk_pc_sample;
+#define VK_SAMPLE_WG 256
+#define VK_SAMPLE_MAX_V 4096 /* the largest V sample.comp takes (16 ids per thread) */
+
+/* advance.comp: st[VK_ST_K] += 1, st[VK_ST_POS] += 1 (the end of a frame).
+ * Bindings: 0 st. Dispatch (1, 1, 1). */
+typedef struct vk_pc_advance {
+    uint32_t unused;
+} vk_pc_advance;
+
+#endif
