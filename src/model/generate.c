@@ -1,5 +1,6 @@
 /* qtts_context and the generation loop (see generate.h). */
 #include "model/generate.h"
+#include "model/lm_vulkan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,6 +106,7 @@ qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, q
         if (!c->y || !c->hist) s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
     }
     if (!s && m->codec) s = codec_stream_new(m->codec, &c->codec, &e);
+    if (!s && m->lmv) s = lmv_stream_new(m->lmv, &c->lmv, &e);
     if (s) {
         snprintf(m->err, sizeof m->err, "%s", e.msg);
         qtts_context_free(c);
@@ -123,6 +125,7 @@ void qtts_context_free(qtts_context *c) {
     cp_state_free(&c->cp);
     sampler_free(&c->rng);
     codec_stream_free(c->codec);
+    lmv_stream_free(c->lmv);
     free(c->y);
     free(c->voice_rows);
     free(c->hist);
@@ -365,6 +368,43 @@ static qtts_status ensure_cache(qtts_context *c, int n_pos, int keep, qtts_error
     return kv_cache_reserve(&c->cache, cap, keep, e);
 }
 
+/* The golden tests' observers, as the Vulkan backend calls them. */
+static int vulkan_go_on(int c0, void *user);
+
+static lmv_trace vulkan_trace(const gen_trace *tr, qtts_context *c) {
+    lmv_trace t;
+    memset(&t, 0, sizeof t);
+    if (!tr) return t;
+    t.go_on = vulkan_go_on;
+    t.go_on_user = c;
+    t.user = tr->user;
+    t.on_prefill_layer = tr->on_prefill_layer;
+    t.on_step_hidden = tr->on_step_hidden;
+    t.on_talker_logits = tr->on_talker_logits;
+    t.cp_user = tr->cp.user;
+    t.on_cp_inputs = tr->cp.on_inputs;
+    t.on_cp_logits = tr->cp.on_logits;
+    return t;
+}
+
+/* gen_begin's prefill on the Vulkan device (the prompt is built). */
+static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, qtts_error *e) {
+    gen_state *g = &c->gs;
+    /* frames this generation can make: the device caches are sized for them */
+    int frames = g->max_new;
+    if (g->cap_frames >= 0 && g->cap_frames + 1 < frames) frames = g->cap_frames + 1;
+    if (c->params.n_ctx - P + 1 < frames) frames = c->params.n_ctx - P + 1;
+    const lmv_request q = {g->pr.embeds, P, g->pr.queue, g->pr.n_queue, g->pr.tts_pad, frames, &g->p.talker,
+                           &g->p.predictor, g->p.seed, g->forced > 0, g->p.teacher_codes,
+                           g->p.teacher_codes ? g->p.n_teacher_frames : 0};
+    const lmv_trace lt = vulkan_trace(tr, c);
+    double gpu_ms = 0;
+    qtts_status s = lmv_prefill(c->lmv, &q, tr ? &lt : NULL, &gpu_ms, e);
+    c->stats.gpu_prefill_ms += gpu_ms;
+    c->n_voice_rows = 0;
+    return s;
+}
+
 qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
                       qtts_error *e) {
     qtts_model *m = c->model;
@@ -405,6 +445,20 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     if (P + 1 > c->params.n_ctx) {
         prompt_free(&g->pr);
         return err_set(e, QTTS_ERR_LIMIT, "the prompt has %d positions; the context holds %d", P, c->params.n_ctx);
+    }
+    if (c->lmv) {
+        s = begin_vulkan(c, tr, P, e);
+        if (s) {
+            prompt_free(&g->pr);
+            return s;
+        }
+        c->stats.n_prompt = P;
+        c->stats.prefill_ms += now_ms() - t_start;
+        g->on_frame = on_frame;
+        g->user = user;
+        g->collect = collect;
+        g->active = 1;
+        return QTTS_OK;
     }
     /* reserve the prompt + headroom; the decode grows the cache geometrically */
     const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
@@ -462,8 +516,109 @@ static void finish(qtts_context *c, qtts_status st) {
     c->gs.status = st;
 }
 
+/* Why c's generation stops after picking c0 at step k, or -1 to go on
+ * (the stop rules of gen_step, shared by both backends). */
+static int stop_reason_for(const qtts_context *c, int c0, int log) {
+    const qtts_model *m = c->model;
+    const gen_state *g = &c->gs;
+    const int k = g->k, pos = g->P + k;
+    if (c0 == m->cfg.codec_eos) return QTTS_STOP_EOS;
+    if (k == g->max_new - 1) return g->forced ? QTTS_STOP_NONE : QTTS_STOP_MAX_TOKENS;
+    if (pos >= c->params.n_ctx) {
+        if (log)
+            model_log(m, QTTS_LOG_WARN, "context full at %d positions: stopping after %d frames", c->params.n_ctx, k);
+        return QTTS_STOP_CONTEXT_FULL;
+    }
+    if (g->cap_frames >= 0 && k >= g->cap_frames) {
+        if (log)
+            model_log(m, QTTS_LOG_WARN,
+                  "no end of speech after %d frames (%.1f s) for a text of %d tokens: stopped at the length cap "
+                  "and kept the audio so far (set max_new_tokens to override)",
+                  k, k / 12.5, g->n_text_tokens);
+        return QTTS_STOP_LENGTH_CAP;
+    }
+    return -1;
+}
+
+/* Keep a frame and hand it to on_frame; 0 when generation goes on. */
+static int deliver(qtts_context *c, const int32_t *fr, int G) {
+    gen_state *g = &c->gs;
+    c->stats.n_frames++;
+    if (g->collect) {
+        if (g->n_out == g->cap_out) {
+            int cap = g->cap_out ? g->cap_out * 2 : 64;
+            int32_t *nc = realloc(g->codes, sizeof(int32_t) * cap * G);
+            if (!nc) {
+                err_set(&g->err, QTTS_ERR_NOMEM, "out of memory");
+                finish(c, QTTS_ERR_NOMEM);
+                return 1;
+            }
+            g->codes = nc;
+            g->cap_out = cap;
+        }
+        memcpy(g->codes + (size_t)g->n_out * G, fr, sizeof(int32_t) * G);
+    }
+    g->n_out++;
+    if (g->on_frame && g->on_frame(fr, g->n_out - 1, g->user)) {
+        err_set(&g->err, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", g->n_out);
+        c->stop_reason = QTTS_STOP_CANCELLED;
+        finish(c, QTTS_ERR_CANCELLED);
+        return 1;
+    }
+    return 0;
+}
+
+/* gen_step on the Vulkan device: each stream's frame is one submission
+ * (streams one after another; batched device steps are not built). */
+static void gen_step_vulkan(qtts_context **cs, int n) {
+    for (int i = 0; i < n; i++) {
+        qtts_context *c = cs[i];
+        gen_state *g = &c->gs;
+        if (!g->active) continue;
+        const int G = c->model->cfg.n_code_groups;
+        const double t0 = now_ms();
+        int32_t fr[64];
+        int agree[64];
+        lmv_times t;
+        const lmv_trace lt = vulkan_trace(c->trace, c);
+        qtts_status st = lmv_frame(c->lmv, c->trace ? &lt : NULL, fr, agree, &t, &g->err);
+        const double t1 = now_ms();
+        c->stats.talker_ms += t1 - t0; /* the whole frame: one submission */
+        c->stats.gpu_talker_ms += t.talker;
+        c->stats.gpu_predictor_ms += t.predictor;
+        c->stats.gpu_sampling_ms += t.sampling;
+        if (st) {
+            finish(c, st);
+            continue;
+        }
+        const int k = g->k;
+        const int teach = g->p.teacher_codes && k < g->p.n_teacher_frames;
+        if (teach) {
+            c->stats.teacher_frames++;
+            c->stats.teacher_agree[0] += agree[0];
+        }
+        if (c->trace && c->trace->on_talker_token) c->trace->on_talker_token(k, fr[0], c->trace->user);
+        const int why = stop_reason_for(c, fr[0], 1);
+        if (why >= 0) {
+            c->stop_reason = (qtts_stop_reason)why;
+            finish(c, QTTS_OK);
+            continue;
+        }
+        if (teach)
+            for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += agree[q];
+        if (deliver(c, fr, G)) continue;
+        g->k++;
+    }
+}
+
+static int vulkan_go_on(int c0, void *user) { return stop_reason_for(user, c0, 0) < 0; }
+
 void gen_step(qtts_context **cs, int n, step_scratch *ss) {
     if (n <= 0) return;
+    if (cs[0]->lmv) {
+        gen_step_vulkan(cs, n);
+        return;
+    }
     qtts_model *m = cs[0]->model;
     const qtts_config *cfg = &m->cfg;
     const int H = cfg->talker.hidden, V = cfg->talker.vocab, G = cfg->n_code_groups;

@@ -78,6 +78,7 @@ struct qtts_context {
     int32_t *hist;         /* [hist_cap] generated codebook-0 tokens */
     int hist_cap;
     codec_stream *codec;   /* audio decoder state; NULL when the model has no codec */
+    struct lmv_stream *lmv; /* the stream's caches and state on the Vulkan device; NULL on the CPU */
     const gen_trace *trace;
     qtts_stats stats;             /* of the last generate / synthesize call */
     int keep_stats;               /* set by qtts_synthesize: do not reset per piece */

@@ -4,6 +4,7 @@
 #include "model/model.h"
 
 #include "backend/cpu/quant.h"
+#include "model/lm_vulkan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,13 @@ qtts_model_params qtts_model_default_params(void) {
     p.tokenizer_alt_regex = 0;
     p.load_codec = 1;
     p.huge_pages = 1;
+    /* the environment picks the default backend, so every test and tool runs
+     * unchanged on either; an unknown name is kept as -1 and refused by
+     * qtts_model_load with the list of names */
+    const char *b = getenv("QTTS_BACKEND");
+    p.backend = b && *b ? (qtts_backend)qtts_backend_from_name(b) : QTTS_BACKEND_CPU;
+    const char *d = getenv("QTTS_DEVICE");
+    p.device = d && *d ? atoi(d) : 0;
     return p;
 }
 
@@ -98,7 +106,8 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
     if (s) return s;
     st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
     /* regrouped by 16 rows where the kernels have a fast path for it */
-    if (m->ops.k->prefer_x16 && (s = qmat_pack_x16(&q, m->ops.k->x16_q8_signed, e))) {
+    if (m->params.backend == QTTS_BACKEND_CPU && m->ops.k->prefer_x16 &&
+        (s = qmat_pack_x16(&q, m->ops.k->x16_q8_signed, e))) {
         qmat_free(&q);
         return s;
     }
@@ -145,7 +154,7 @@ static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
     /* one huge-page arena for the per-frame matrices (virtual until used;
      * without it quantised matrices keep their own buffers and stored ones
      * stay in the file mapping) */
-    if (m->params.huge_pages) {
+    if (m->params.huge_pages && m->params.backend == QTTS_BACKEND_CPU) {
         size_t reserve = layers_arena_bytes_max(&m->talker.tf, tt) + arena_bytes_max(&m->talker.codec_head, tt) +
                          layers_arena_bytes_max(&m->cp.tf, pt);
         for (int g = 0; g < m->cp.n_groups; g++) reserve += arena_bytes_max(&m->cp.head[g], pt);
@@ -204,6 +213,33 @@ static void count_frame_bytes(qtts_model *m) {
                          (m->cp.has_proj ? mat_bytes(&m->cp.proj) : 0);
 }
 
+/* On a GPU backend the host needs none of the per-frame matrices after the
+ * upload: quantised copies are freed (shapes kept for the byte counts) and
+ * the file pages of stored ones dropped. */
+static void release_mat(qtts_model *m, qt_mat *w) {
+    if (qt_is_quant(w)) {
+        free(w->owned);
+        w->owned = NULL;
+        w->data = NULL;
+        w->scales = w->mins = NULL;
+    } else if (w->data) {
+        st_release(&m->st, w->data, (size_t)w->rows * w->cols * dtype_size(w->dtype));
+    }
+}
+
+static void release_frame_mats(qtts_model *m) {
+    tf_weights *tws[2] = {&m->talker.tf, &m->cp.tf};
+    for (int k = 0; k < 2; k++)
+        for (int l = 0; l < tws[k]->cfg.n_layers; l++) {
+            tf_layer *L = &tws[k]->layers[l];
+            qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+            for (int i = 0; i < 7; i++) release_mat(m, ms[i]);
+        }
+    release_mat(m, &m->talker.codec_head);
+    for (int g = 0; g < m->cp.n_groups; g++) release_mat(m, &m->cp.head[g]);
+    if (m->cp.has_proj) release_mat(m, &m->cp.proj);
+}
+
 static void count_weights(qtts_model *m) {
     int64_t bf16 = 0, f32 = 0, f16 = 0;
     for (int i = 0; i < m->st.n_tensors; i++) {
@@ -241,6 +277,15 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
     m->params = params ? *params : qtts_model_default_params();
     if (m->params.n_threads < 1) {
         s = err_set(&e, QTTS_ERR_INVALID_ARG, "n_threads must be >= 1 (got %d)", m->params.n_threads);
+        goto fail;
+    }
+    if ((int)m->params.backend != QTTS_BACKEND_CPU && (int)m->params.backend != QTTS_BACKEND_VULKAN) {
+        s = err_set(&e, QTTS_ERR_INVALID_ARG,
+                    "unknown backend (QTTS_BACKEND or qtts_model_params.backend): choose cpu or vulkan");
+        goto fail;
+    }
+    if (m->params.device < 0) {
+        s = err_set(&e, QTTS_ERR_INVALID_ARG, "device must be >= 0 (got %d)", m->params.device);
         goto fail;
     }
     ops_init(&m->ops, m->params.n_threads, 0);
@@ -285,6 +330,13 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
     }
     count_weights(m);
     count_frame_bytes(m);
+    if (m->params.backend == QTTS_BACKEND_VULKAN) {
+        if ((s = lmv_create(&m->lmv, m, m->params.device, &e))) {
+            err_prefix(&e, "Vulkan backend: ");
+            goto fail;
+        }
+        release_frame_mats(m);
+    }
     m->lang_list[m->n_lang_list++] = "auto";
     for (int i = 0; i < m->cfg.n_langs; i++)
         if (!strstr(m->cfg.langs[i].name, "dialect")) m->lang_list[m->n_lang_list++] = m->cfg.langs[i].name;
@@ -300,6 +352,7 @@ fail:
 
 void qtts_model_free(qtts_model *m) {
     if (!m) return;
+    lmv_free(m->lmv);
     free_quantized(m);
     talker_free(&m->talker);
     cp_free(&m->cp);
@@ -343,6 +396,16 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->weight_dtype = m->weight_dtype;
     info->talker_format = m->talker_format ? m->talker_format : "native";
     info->predictor_format = m->predictor_format ? m->predictor_format : "native";
+    info->backend = m->params.backend;
+    info->device_name = "cpu";
+    info->device_driver = "";
+    if (m->lmv) {
+        const qtts_device_info *d = lmv_device(m->lmv);
+        info->device_name = d->name;
+        info->device_driver = d->driver;
+        info->device_bytes_allocated = lmv_bytes_allocated(m->lmv);
+        info->device_bytes_reserved = lmv_bytes_reserved(m->lmv);
+    }
 }
 
 int qtts_model_n_speakers(const qtts_model *m) { return m->cfg.n_speakers; }

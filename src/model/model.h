@@ -12,6 +12,8 @@
 #include "model/text_tokenizer.h"
 #include "util/huge_arena.h"
 
+typedef struct lmv_model lmv_model;
+
 #include <pthread.h>
 
 /* A worker of the model's pool lent to the caller (src/model/lend.c). */
@@ -50,6 +52,7 @@ struct qtts_model {
     int64_t lm_bytes_in_use;               /* talker + predictor weights synthesis reads, each once */
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
+    lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
 

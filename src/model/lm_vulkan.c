@@ -1,0 +1,826 @@
+/* The language model on the Vulkan backend (see lm_vulkan.h): weights
+ * uploaded once, a stream's KV caches and state resident on the device, and
+ * one frame recorded once into a command buffer and replayed per frame.
+ * Dataflow per frame (one submission): y -> codec_head -> logits processors
+ * -> draw codebook 0 -> code predictor (rows y and codec_embedding[c0] at
+ * positions 0-1, then codebook g's table row at position g + 1; head g and
+ * a draw after each) -> frame embedding + next text vector -> talker layers
+ * at the stream's position -> final norm -> y; state advanced; 16 codes
+ * copied to a host-visible buffer.
+ * Must match the CPU path (src/model/generate.c gen_step, cp_predict,
+ * tf_forward) operation for operation; the sums run in another order, so
+ * values agree within the tolerances in docs/TESTING.md, and greedy codes
+ * exactly. */
+#include "model/lm_vulkan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef QTTS_HAVE_VULKAN
+
+#include "backend/cpu/quant.h"
+#include "backend/vulkan/vk.h"
+#include "backend/vulkan/vk_kernels.h"
+
+enum { FMT_F32, FMT_BF16, FMT_Q8, FMT_Q4M };
+static const char *const fmt_suffix[] = {"f32", "bf16", "q8", "q4m"};
+
+typedef struct lmv_mat {
+    vk_buf data, scales, mins;
+    int rows, cols, kpad, fmt;
+} lmv_mat;
+
+typedef struct lmv_layer {
+    lmv_mat wq, wk, wv, wo, wgate, wup, wdown;
+    uint32_t attn_norm, q_norm, k_norm, ffn_norm; /* offsets in small */
+} lmv_layer;
+
+typedef struct lmv_tf {
+    tf_config cfg;
+    lmv_layer *layers;
+    uint32_t final_norm;
+} lmv_tf;
+
+/* One embedding table on the device: [rows][H] in f32 or bf16. */
+typedef struct lmv_table {
+    vk_buf buf;
+    int rows, cols, bf16;
+} lmv_table;
+
+struct lmv_model {
+    vk_dev *dev;
+    const qtts_model *m;
+    lmv_tf talker, cp;
+    lmv_mat codec_head, proj;
+    int has_proj;
+    uint32_t proj_b;   /* offset in small */
+    lmv_mat *heads;    /* [n_groups] */
+    int n_groups;      /* 15 */
+    lmv_table ce;      /* codec_embedding [V][H] */
+    lmv_table *cpe;    /* [n_groups] predictor input tables [Vc][H] */
+    vk_buf small;      /* every norm weight and bias, f32 */
+    vk_buf cp_rope;    /* [n_groups + 1][hd_c] the predictor's RoPE rows */
+};
+
+/* Scratch activations of one transformer for up to `rows` rows. */
+typedef struct lmv_act {
+    int rows;
+    vk_buf x, xn, q, k, v, att, h1, h2;
+} lmv_act;
+
+#define Q_FRAME_START 0
+#define Q_HEAD_END 1
+#define Q_SAMPLE0_END 2
+#define Q_CP_START 3
+#define Q_CP_END 4
+#define Q_STEP_END 5
+#define Q_CP_SAMPLE 8 /* 2 per predictor draw: before, after */
+
+struct lmv_stream {
+    lmv_model *v;
+    int cap;             /* talker cache positions */
+    vk_buf kc, vc;       /* talker caches [L][cap][kvd] */
+    vk_buf rope;         /* [cap][hd] */
+    vk_buf ckc, cvc;     /* predictor caches [Lc][n_groups + 1][kvd_c] */
+    lmv_act ta;          /* talker scratch (prefill rows) */
+    lmv_act ca;          /* predictor scratch (2 rows) */
+    vk_buf y;            /* [H] talker post-norm hidden of the newest position */
+    vk_buf logits;       /* [V] talker logits */
+    vk_buf cp_in;        /* [2][H] predictor inputs in talker width */
+    vk_buf cp_y;         /* [Hc] */
+    vk_buf cp_logits;    /* [Vc] */
+    vk_buf st;           /* state words (vk_kernels.h) */
+    vk_buf seen;         /* [V] repetition-penalty history flags */
+    vk_buf teach;        /* [n_teacher][G] */
+    int teach_cap;
+    vk_buf queue;        /* [n_queue + 1][H]: the text queue, then tts_pad */
+    int queue_rows;
+    vk_buf rb;           /* host-visible copy of st */
+    vk_cmd *frame;       /* the recorded frame */
+    int frame_ok;        /* recorded for the current buffers and request */
+    vk_cmd *aux;         /* prefill and traced phases */
+    qtts_sampling sp_talker, sp_pred;
+    int P, nq;
+};
+
+/* ------------------------------------------------------------ upload */
+
+typedef struct small_vec {
+    float *v;
+    size_t n, cap;
+} small_vec;
+
+static int small_add(small_vec *s, const float *x, int n, uint32_t *off) {
+    if (s->n + n > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        while (cap < s->n + n) cap *= 2;
+        float *p = realloc(s->v, sizeof(float) * cap);
+        if (!p) return -1;
+        s->v = p;
+        s->cap = cap;
+    }
+    memcpy(s->v + s->n, x, sizeof(float) * n);
+    *off = (uint32_t)s->n;
+    s->n += n;
+    return 0;
+}
+
+static qtts_status upload_bytes(vk_dev *d, vk_buf *b, const void *src, size_t n, qtts_error *e) {
+    qtts_status s = vk_buf_alloc(d, b, n ? n : 4, 0, e);
+    if (!s && n) s = vk_buf_upload(d, b, 0, src, n, e);
+    return s;
+}
+
+/* Upload a float (f32/f16/bf16) or block-quantised (Q8_B32 / Q4M_B32)
+ * matrix. F16 goes up as f32. */
+static qtts_status upload_mat(vk_dev *d, const qt_mat *w, lmv_mat *g, const char *what, qtts_error *e) {
+    memset(g, 0, sizeof *g);
+    g->rows = w->rows;
+    g->cols = w->cols;
+    g->kpad = qt_kpad(w->cols);
+    qtts_status s;
+    if (qt_is_quant(w)) {
+        if (w->quant != QT_Q8_B32 && w->quant != QT_Q4M_B32)
+            return err_set(e, QTTS_ERR_INTERNAL, "%s: quantised layout %d has no Vulkan shader", what, (int)w->quant);
+        g->fmt = w->quant == QT_Q8_B32 ? FMT_Q8 : FMT_Q4M;
+        const size_t nb = (size_t)g->kpad / 32, rows = (size_t)w->rows;
+        const size_t dbytes = g->fmt == FMT_Q8 ? rows * g->kpad : rows * g->kpad / 2;
+        s = upload_bytes(d, &g->data, w->data, dbytes, e);
+        if (!s) s = upload_bytes(d, &g->scales, w->scales, rows * nb * 2, e);
+        if (!s && g->fmt == FMT_Q4M) s = upload_bytes(d, &g->mins, w->mins, rows * nb * 2, e);
+    } else if (w->dtype == DT_BF16) {
+        g->fmt = FMT_BF16;
+        s = upload_bytes(d, &g->data, w->data, (size_t)w->rows * w->cols * 2, e);
+    } else {
+        g->fmt = FMT_F32;
+        const size_t n = (size_t)w->rows * w->cols;
+        float *f = w->dtype == DT_F32 ? NULL : malloc(sizeof(float) * n);
+        if (w->dtype != DT_F32 && !f) return err_set(e, QTTS_ERR_NOMEM, "out of memory converting %s", what);
+        if (f) dtype_to_f32(w->dtype, w->data, f, n);
+        s = upload_bytes(d, &g->data, f ? f : w->data, sizeof(float) * n, e);
+        free(f);
+    }
+    if (s) err_prefix(e, "%s: ", what);
+    return s;
+}
+
+static void mat_free(vk_dev *d, lmv_mat *g) {
+    vk_buf_free(d, &g->data);
+    vk_buf_free(d, &g->scales);
+    vk_buf_free(d, &g->mins);
+}
+
+static qtts_status upload_table(vk_dev *d, const qt_mat *w, lmv_table *t, const char *what, qtts_error *e) {
+    memset(t, 0, sizeof *t);
+    t->rows = w->rows;
+    t->cols = w->cols;
+    const size_t n = (size_t)w->rows * w->cols;
+    if (w->dtype == DT_BF16) {
+        t->bf16 = 1;
+        qtts_status s = upload_bytes(d, &t->buf, w->data, n * 2, e);
+        if (s) err_prefix(e, "%s: ", what);
+        return s;
+    }
+    float *f = w->dtype == DT_F32 ? NULL : malloc(sizeof(float) * n);
+    if (w->dtype != DT_F32 && !f) return err_set(e, QTTS_ERR_NOMEM, "out of memory converting %s", what);
+    if (f) dtype_to_f32(w->dtype, w->data, f, n);
+    qtts_status s = upload_bytes(d, &t->buf, f ? f : w->data, sizeof(float) * n, e);
+    free(f);
+    if (s) err_prefix(e, "%s: ", what);
+    return s;
+}
+
+static qtts_status upload_tf(vk_dev *d, const tf_weights *w, lmv_tf *g, small_vec *sv, const char *who,
+                             qtts_error *e) {
+    g->cfg = w->cfg;
+    g->layers = calloc(w->cfg.n_layers, sizeof *g->layers);
+    if (!g->layers) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    const int H = w->cfg.hidden, hd = w->cfg.head_dim;
+    for (int l = 0; l < w->cfg.n_layers; l++) {
+        const tf_layer *L = &w->layers[l];
+        lmv_layer *G = &g->layers[l];
+        char what[96];
+        snprintf(what, sizeof what, "%s layer %d", who, l);
+        const qt_mat *src[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+        lmv_mat *dst[7] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->wgate, &G->wup, &G->wdown};
+        for (int i = 0; i < 7; i++) {
+            qtts_status s = upload_mat(d, src[i], dst[i], what, e);
+            if (s) return s;
+        }
+        if (small_add(sv, L->attn_norm, H, &G->attn_norm) || small_add(sv, L->q_norm, hd, &G->q_norm) ||
+            small_add(sv, L->k_norm, hd, &G->k_norm) || small_add(sv, L->ffn_norm, H, &G->ffn_norm))
+            return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    if (small_add(sv, w->final_norm, H, &g->final_norm)) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    return QTTS_OK;
+}
+
+static void tf_gpu_free(vk_dev *d, lmv_tf *g) {
+    for (int l = 0; g->layers && l < g->cfg.n_layers; l++) {
+        lmv_layer *G = &g->layers[l];
+        lmv_mat *ms[7] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->wgate, &G->wup, &G->wdown};
+        for (int i = 0; i < 7; i++) mat_free(d, ms[i]);
+    }
+    free(g->layers);
+    g->layers = NULL;
+}
+
+qtts_status lmv_create(lmv_model **out, const qtts_model *m, int device, qtts_error *e) {
+    *out = NULL;
+    lmv_model *v = calloc(1, sizeof *v);
+    if (!v) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    v->m = m;
+    small_vec sv = {0};
+    qtts_status s = vk_dev_create(&v->dev, device, e);
+    vk_dev *d = v->dev;
+    if (!s) s = upload_tf(d, &m->talker.tf, &v->talker, &sv, "talker", e);
+    if (!s) s = upload_tf(d, &m->cp.tf, &v->cp, &sv, "code predictor", e);
+    if (!s) s = upload_mat(d, &m->talker.codec_head, &v->codec_head, "talker codec_head", e);
+    v->n_groups = m->cp.n_groups;
+    if (!s) {
+        v->heads = calloc(v->n_groups, sizeof *v->heads);
+        v->cpe = calloc(v->n_groups, sizeof *v->cpe);
+        if (!v->heads || !v->cpe) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    for (int g = 0; g < v->n_groups && !s; g++) {
+        char what[64];
+        snprintf(what, sizeof what, "code predictor head %d", g);
+        s = upload_mat(d, &m->cp.head[g], &v->heads[g], what, e);
+        snprintf(what, sizeof what, "code predictor embedding %d", g);
+        if (!s) s = upload_table(d, &m->cp.embed[g], &v->cpe[g], what, e);
+    }
+    if (!s) s = upload_table(d, &m->talker.codec_embedding, &v->ce, "talker codec_embedding", e);
+    v->has_proj = m->cp.has_proj;
+    if (!s && v->has_proj) {
+        s = upload_mat(d, &m->cp.proj, &v->proj, "code predictor projection", e);
+        if (!s && small_add(&sv, m->cp.proj_b, m->cp.proj.rows, &v->proj_b))
+            s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    if (!s) s = upload_bytes(d, &v->small, sv.v, sizeof(float) * sv.n, e);
+    if (!s) {
+        const int hd = v->cp.cfg.head_dim, np = v->n_groups + 1;
+        float *t = malloc(sizeof(float) * hd * np);
+        if (!t) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        for (int p = 0; t && p < np; p++) ops_rope_angles(t + (size_t)p * hd, hd, p, m->cp.tf.inv_freq);
+        if (!s) s = upload_bytes(d, &v->cp_rope, t, sizeof(float) * hd * np, e);
+        free(t);
+    }
+    free(sv.v);
+    if (s) {
+        lmv_free(v);
+        return s;
+    }
+    *out = v;
+    return QTTS_OK;
+}
+
+void lmv_free(lmv_model *v) {
+    if (!v) return;
+    vk_dev *d = v->dev;
+    if (d) {
+        tf_gpu_free(d, &v->talker);
+        tf_gpu_free(d, &v->cp);
+        mat_free(d, &v->codec_head);
+        mat_free(d, &v->proj);
+        for (int g = 0; g < v->n_groups; g++) {
+            if (v->heads) mat_free(d, &v->heads[g]);
+            if (v->cpe) vk_buf_free(d, &v->cpe[g].buf);
+        }
+        vk_buf_free(d, &v->ce.buf);
+        vk_buf_free(d, &v->small);
+        vk_buf_free(d, &v->cp_rope);
+    }
+    free(v->heads);
+    free(v->cpe);
+    vk_dev_free(d);
+    free(v);
+}
+
+const qtts_device_info *lmv_device(const lmv_model *v) { return vk_dev_info(v->dev); }
+int64_t lmv_bytes_allocated(const lmv_model *v) { return vk_dev_bytes_allocated(v->dev); }
+int64_t lmv_bytes_reserved(const lmv_model *v) { return vk_dev_bytes_reserved(v->dev); }
+
+qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e) {
+    return vk_list_devices(out, max, n, e);
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void act_free(vk_dev *d, lmv_act *a) {
+    vk_buf *bs[8] = {&a->x, &a->xn, &a->q, &a->k, &a->v, &a->att, &a->h1, &a->h2};
+    for (int i = 0; i < 8; i++) vk_buf_free(d, bs[i]);
+    a->rows = 0;
+}
+
+static qtts_status act_init(vk_dev *d, lmv_act *a, const tf_config *c, int rows, qtts_error *e) {
+    act_free(d, a);
+    const size_t r = (size_t)rows, qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    const size_t sz[8] = {r * c->hidden, r * c->hidden, r * qd, r * kvd, r * kvd, r * qd, r * c->inter, r * c->inter};
+    vk_buf *bs[8] = {&a->x, &a->xn, &a->q, &a->k, &a->v, &a->att, &a->h1, &a->h2};
+    for (int i = 0; i < 8; i++) {
+        qtts_status s = vk_buf_alloc(d, bs[i], sizeof(float) * sz[i], 0, e);
+        if (s) return s;
+    }
+    a->rows = rows;
+    return QTTS_OK;
+}
+
+qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e) {
+    *out = NULL;
+    lmv_stream *s = calloc(1, sizeof *s);
+    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    s->v = v;
+    vk_dev *d = v->dev;
+    const tf_config *tc = &v->talker.cfg, *cc = &v->cp.cfg;
+    const size_t ckv = (size_t)cc->n_layers * (v->n_groups + 1) * cc->n_kv_heads * cc->head_dim;
+    qtts_status st = act_init(d, &s->ca, cc, 2, e);
+    if (!st) st = vk_buf_alloc(d, &s->ckc, sizeof(float) * ckv, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->cvc, sizeof(float) * ckv, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->y, sizeof(float) * tc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->logits, sizeof(float) * tc->vocab, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->cp_in, sizeof(float) * 2 * tc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->cp_y, sizeof(float) * cc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->cp_logits, sizeof(float) * cc->vocab, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->st, sizeof(uint32_t) * VK_ST_WORDS, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->seen, sizeof(uint32_t) * tc->vocab, 0, e);
+    if (!st) st = vk_buf_alloc(d, &s->rb, sizeof(uint32_t) * VK_ST_WORDS, 1, e);
+    if (!st) st = vk_cmd_new(d, &s->frame, e);
+    if (!st) st = vk_cmd_new(d, &s->aux, e);
+    if (st) {
+        lmv_stream_free(s);
+        return st;
+    }
+    *out = s;
+    return QTTS_OK;
+}
+
+void lmv_stream_free(lmv_stream *s) {
+    if (!s) return;
+    vk_dev *d = s->v->dev;
+    vk_cmd_free(s->frame);
+    vk_cmd_free(s->aux);
+    act_free(d, &s->ta);
+    act_free(d, &s->ca);
+    vk_buf *bs[] = {&s->kc, &s->vc, &s->rope, &s->ckc, &s->cvc, &s->y, &s->logits, &s->cp_in, &s->cp_y,
+                    &s->cp_logits, &s->st, &s->seen, &s->teach, &s->queue, &s->rb};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
+    free(s);
+}
+
+/* ------------------------------------------------------------ recording */
+
+/* A recording in progress. Traced: `flush` submits what was recorded, waits
+ * and starts a new recording, so the host can read the results so far. */
+typedef struct rec {
+    lmv_stream *s;
+    vk_cmd *cmd;
+    int traced;
+    qtts_status err;
+    qtts_error *e;
+} rec;
+
+static int flush(rec *r) {
+    if (r->err) return -1;
+    if ((r->err = vk_cmd_end(r->cmd, r->e)) || (r->err = vk_cmd_submit(r->cmd, r->e)) ||
+        (r->err = vk_cmd_wait(r->cmd, r->e)) || (r->err = vk_cmd_begin(r->cmd, r->e)))
+        return -1;
+    return 0;
+}
+
+static void rd(rec *r, const vk_buf *b, size_t off_floats, float *dst, size_t n) {
+    if (!r->err) r->err = vk_buf_download(r->s->v->dev, b, off_floats * sizeof(float), dst, n * sizeof(float), r->e);
+}
+
+static vk_kernel *kern(rec *r, const char *name) {
+    vk_kernel *k = NULL;
+    if (!r->err) r->err = vk_kernel_get(r->s->v->dev, name, NULL, 0, &k, r->e);
+    return r->err ? NULL : k;
+}
+
+static void dispatch(rec *r, const char *shader, const vk_binding *b, int nb, const void *pc, size_t pcb,
+                     uint32_t gx, uint32_t gy) {
+    vk_kernel *k = kern(r, shader);
+    if (k) vk_cmd_dispatch(r->cmd, k, b, nb, pc, pcb, gx, gy, 1);
+}
+
+#define B(buf) ((vk_binding){(buf), 0, 0})
+#define CEILDIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Y[i] (+)= W X[i] (+ bias) for n rows. */
+static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const vk_buf *Y, uint32_t y_off, int n,
+               int acc, const uint32_t *bias_off) {
+    lmv_model *v = r->s->v;
+    vk_pc_matmul pc = {(uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->kpad, x_off, (uint32_t)W->cols,
+                       y_off, (uint32_t)W->rows, bias_off ? *bias_off : 0,
+                       (bias_off ? VK_MM_BIAS : 0u) | (acc ? VK_MM_ACC : 0u)};
+    const vk_binding b[6] = {B(&W->data), B(W->scales.buf ? &W->scales : NULL), B(W->mins.buf ? &W->mins : NULL),
+                             B(X), B(Y), B(&v->small)};
+    char name[32];
+    const int vec = n <= VK_MATVEC_MAX_N;
+    snprintf(name, sizeof name, "%s_%s", vec ? "matvec" : "matmul", fmt_suffix[W->fmt]);
+    if (vec) dispatch(r, name, b, 6, &pc, sizeof pc, CEILDIV(W->rows, VK_MATVEC_ROWS), 1);
+    else dispatch(r, name, b, 6, &pc, sizeof pc, CEILDIV(W->rows, VK_MATMUL_TM), CEILDIV(n, VK_MATMUL_TN));
+}
+
+static void rmsnorm(rec *r, const vk_buf *x, uint32_t x_off, const vk_buf *y, uint32_t y_off, uint32_t g_off, int H,
+                    int n, float eps) {
+    vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, x_off, y_off, g_off, eps};
+    const vk_binding b[3] = {B(x), B(&r->s->v->small), B(y)};
+    dispatch(r, "rmsnorm", b, 3, &pc, sizeof pc, n, 1);
+}
+
+static void embed(rec *r, const lmv_table *t, uint32_t table_off, const vk_buf *ids, uint32_t id_pos, uint32_t id_add,
+                  uint32_t id_max, const vk_buf *out, uint32_t out_off, int accumulate) {
+    vk_pc_embed pc = {(uint32_t)t->cols, table_off, id_pos, id_add, id_max, out_off, (uint32_t)accumulate};
+    const vk_binding b[3] = {B(&t->buf), B(ids), B(out)};
+    dispatch(r, t->bf16 ? "embed_bf16" : "embed_f32", b, 3, &pc, sizeof pc, CEILDIV(t->cols, 256), 1);
+}
+
+/* Where the rows of a forward sit: positions pos0 + i, or the stream's
+ * position from the state (pos_state). */
+typedef struct fwd_pos {
+    uint32_t pos0, pos_state;
+    const vk_buf *kc, *vc, *rope;
+    int cap;
+} fwd_pos;
+
+/* All layers on a->x rows [0, n) (residual stream, in place). on_layer:
+ * traced prefill: read x back after each layer. */
+static void forward(rec *r, const lmv_tf *w, lmv_act *a, int n, const fwd_pos *fp, const lmv_trace *tr,
+                    float *layer_buf) {
+    lmv_model *v = r->s->v;
+    const tf_config *c = &w->cfg;
+    const uint32_t H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, kvd = nkv * hd;
+    for (int l = 0; l < c->n_layers; l++) {
+        const lmv_layer *L = &w->layers[l];
+        const uint32_t cache_off = (uint32_t)((size_t)l * fp->cap * kvd);
+        rmsnorm(r, &a->x, 0, &a->xn, 0, L->attn_norm, H, n, c->eps);
+        mm(r, &L->wq, &a->xn, 0, &a->q, 0, n, 0, NULL);
+        mm(r, &L->wk, &a->xn, 0, &a->k, 0, n, 0, NULL);
+        mm(r, &L->wv, &a->xn, 0, &a->v, 0, n, 0, NULL);
+        {
+            vk_pc_qk_rope pc = {(uint32_t)n, nh, nkv, hd, fp->pos0, fp->pos_state, cache_off, L->q_norm,
+                                L->k_norm, 0, 0, 0, c->eps};
+            const vk_binding b[8] = {B(&a->q), B(&a->k), B(&a->v), B(&v->small), B(fp->rope), B(fp->kc), B(fp->vc),
+                                     B(&r->s->st)};
+            dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, n, 1);
+        }
+        {
+            vk_pc_attention pc = {(uint32_t)n, nh, nkv, hd, fp->pos0, fp->pos_state, cache_off, 0, 0,
+                                  1.0f / sqrtf((float)hd)};
+            const vk_binding b[5] = {B(&a->q), B(fp->kc), B(fp->vc), B(&a->att), B(&r->s->st)};
+            dispatch(r, "attention", b, 5, &pc, sizeof pc, nh, n);
+        }
+        mm(r, &L->wo, &a->att, 0, &a->x, 0, n, 1, NULL);
+        rmsnorm(r, &a->x, 0, &a->xn, 0, L->ffn_norm, H, n, c->eps);
+        mm(r, &L->wgate, &a->xn, 0, &a->h1, 0, n, 0, NULL);
+        mm(r, &L->wup, &a->xn, 0, &a->h2, 0, n, 0, NULL);
+        {
+            vk_pc_swiglu pc = {(uint32_t)(n * c->inter), 0, 0, 0};
+            const vk_binding b[3] = {B(&a->h1), B(&a->h2), B(&a->h1)};
+            dispatch(r, "swiglu", b, 3, &pc, sizeof pc, CEILDIV(n * c->inter, 256), 1);
+        }
+        mm(r, &L->wdown, &a->h1, 0, &a->x, 0, n, 1, NULL);
+        if (tr && tr->on_prefill_layer && layer_buf && !flush(r)) {
+            rd(r, &a->x, 0, layer_buf, (size_t)n * H);
+            if (!r->err) tr->on_prefill_layer(l, layer_buf, n, tr->user);
+        }
+    }
+}
+
+static void timestamp(rec *r, int q) {
+    if (!r->traced) vk_cmd_timestamp(r->cmd, q);
+}
+
+/* Draw codebook `group` from logits (row at 0) with sp. */
+static void sample(rec *r, const vk_buf *logits, int V, const qtts_sampling *sp, int group, int mark_seen) {
+    lmv_stream *s = r->s;
+    vk_pc_sample pc = {(uint32_t)V, 0, (uint32_t)(sp->do_sample != 0), (uint32_t)(sp->top_k > 0 ? sp->top_k : 0),
+                       sp->temperature, sp->top_p, (uint32_t)group, (uint32_t)(s->v->n_groups + 1),
+                       (uint32_t)mark_seen};
+    const vk_binding b[4] = {B(logits), B(&s->st), B(&s->teach), B(&s->seen)};
+    dispatch(r, "sample", b, 4, &pc, sizeof pc, 1, 1);
+}
+
+/* The frame (see the file head). tr: traced run with readbacks. */
+static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
+    lmv_stream *s = r->s;
+    lmv_model *v = s->v;
+    const qtts_config *cfg = &v->m->cfg;
+    const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab, Hc = v->cp.cfg.hidden, Vc = v->cp.cfg.vocab;
+    const int G = v->n_groups + 1;
+    timestamp(r, Q_FRAME_START);
+    if (tr && tr->on_step_hidden) {
+        rd(r, &s->y, 0, tmp, H);
+        if (!r->err) tr->on_step_hidden(k, tmp, H, tr->user);
+    }
+    /* codebook 0 */
+    mm(r, &v->codec_head, &s->y, 0, &s->logits, 0, 1, 0, NULL);
+    timestamp(r, Q_HEAD_END);
+    {
+        vk_pc_logits_talker pc = {(uint32_t)V, (uint32_t)cfg->codec_eos, 2, (uint32_t)cfg->cp.vocab,
+                                  s->sp_talker.repetition_penalty};
+        const vk_binding b[3] = {B(&s->logits), B(&s->seen), B(&s->st)};
+        dispatch(r, "logits_talker", b, 3, &pc, sizeof pc, CEILDIV(V, 256), 1);
+    }
+    if (tr && tr->on_talker_logits && !flush(r)) {
+        rd(r, &s->logits, 0, tmp, V);
+        if (!r->err) tr->on_talker_logits(k, tmp, V, tr->user);
+    }
+    sample(r, &s->logits, V, &s->sp_talker, 0, 1);
+    timestamp(r, Q_SAMPLE0_END);
+    if (tr && tr->go_on && !flush(r)) {
+        uint32_t c0 = 0;
+        if (!r->err)
+            r->err = vk_buf_download(v->dev, &s->st, sizeof(uint32_t) * VK_ST_CODES, &c0, sizeof c0, r->e);
+        if (r->err || !tr->go_on((int)c0, tr->go_on_user)) return;
+    }
+    /* code predictor: rows y and codec_embedding[c0] at positions 0, 1 */
+    timestamp(r, Q_CP_START);
+    vk_cmd_copy(r->cmd, &s->y, 0, &s->cp_in, 0, sizeof(float) * H);
+    embed(r, &v->ce, 0, &s->st, VK_ST_CODES, 0, 0xffffffffu, &s->cp_in, H, 0);
+    if (tr && tr->on_cp_inputs && !flush(r)) {
+        rd(r, &s->cp_in, 0, tmp, 2 * (size_t)H);
+        if (!r->err) tr->on_cp_inputs(tmp, H, tr->cp_user);
+    }
+    const tf_config *cc = &v->cp.cfg;
+    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, v->n_groups + 1};
+    for (int g = 0; g < v->n_groups; g++) {
+        const int n = g == 0 ? 2 : 1;
+        if (g > 0) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->cp_in, 0, 0);
+        if (v->has_proj) mm(r, &v->proj, &s->cp_in, 0, &s->ca.x, 0, n, 0, &v->proj_b);
+        else vk_cmd_copy(r->cmd, &s->cp_in, 0, &s->ca.x, 0, sizeof(float) * n * H);
+        fp.pos0 = g == 0 ? 0 : (uint32_t)(g + 1);
+        forward(r, &v->cp, &s->ca, n, &fp, NULL, NULL);
+        rmsnorm(r, &s->ca.x, (uint32_t)((n - 1) * Hc), &s->cp_y, 0, v->cp.final_norm, Hc, 1, cc->eps);
+        mm(r, &v->heads[g], &s->cp_y, 0, &s->cp_logits, 0, 1, 0, NULL);
+        if (tr && tr->on_cp_logits && !flush(r)) {
+            rd(r, &s->cp_logits, 0, tmp, Vc);
+            if (!r->err) tr->on_cp_logits(g, tmp, Vc, tr->cp_user);
+        }
+        timestamp(r, Q_CP_SAMPLE + 2 * g);
+        sample(r, &s->cp_logits, Vc, &s->sp_pred, g + 1, 0);
+        timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
+    }
+    timestamp(r, Q_CP_END);
+    /* the next talker input: frame embedding + next text vector (or tts_pad) */
+    embed(r, &v->ce, 0, &s->st, VK_ST_CODES, 0, 0xffffffffu, &s->ta.x, 0, 0);
+    for (int g = 1; g < G; g++) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->ta.x, 0, 1);
+    {
+        const lmv_table qt = {s->queue, s->queue_rows, H, 0};
+        embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &s->ta.x, 0, 1);
+    }
+    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, s->cap};
+    forward(r, &v->talker, &s->ta, 1, &tp, NULL, NULL);
+    rmsnorm(r, &s->ta.x, 0, &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
+    {
+        vk_pc_advance pc = {0};
+        const vk_binding b[1] = {B(&s->st)};
+        dispatch(r, "advance", b, 1, &pc, sizeof pc, 1, 1);
+    }
+    timestamp(r, Q_STEP_END);
+    vk_cmd_copy(r->cmd, &s->st, 0, &s->rb, 0, sizeof(uint32_t) * VK_ST_WORDS);
+}
+
+/* ------------------------------------------------------------ requests */
+
+static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, qtts_error *e) {
+    lmv_model *v = s->v;
+    vk_dev *d = v->dev;
+    const tf_config *tc = &v->talker.cfg;
+    qtts_status st = QTTS_OK;
+    if (rows > s->ta.rows) {
+        if (rows < 2 * s->ta.rows) rows = 2 * s->ta.rows;
+        if ((st = act_init(d, &s->ta, tc, rows, e))) return st;
+        s->frame_ok = 0;
+    }
+    if (cap > s->cap) {
+        if (cap < s->cap + s->cap / 2) cap = s->cap + s->cap / 2;
+        vk_buf_free(d, &s->kc);
+        vk_buf_free(d, &s->vc);
+        vk_buf_free(d, &s->rope);
+        s->cap = 0;
+        const size_t kv = (size_t)tc->n_layers * cap * tc->n_kv_heads * tc->head_dim;
+        if ((st = vk_buf_alloc(d, &s->kc, sizeof(float) * kv, 0, e)) ||
+            (st = vk_buf_alloc(d, &s->vc, sizeof(float) * kv, 0, e)))
+            return st;
+        const int hd = tc->head_dim;
+        float *t = malloc(sizeof(float) * hd * (size_t)cap);
+        if (!t) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        for (int p = 0; p < cap; p++) ops_rope_angles(t + (size_t)p * hd, hd, p, v->m->talker.tf.inv_freq);
+        st = upload_bytes(d, &s->rope, t, sizeof(float) * hd * (size_t)cap, e);
+        free(t);
+        if (st) return st;
+        s->cap = cap;
+        s->frame_ok = 0;
+    }
+    return QTTS_OK;
+}
+
+qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr, double *gpu_ms, qtts_error *e) {
+    lmv_model *v = s->v;
+    vk_dev *d = v->dev;
+    const int H = v->talker.cfg.hidden, G = v->n_groups + 1, P = q->n_pos;
+    *gpu_ms = 0;
+    const int cap = P + (q->max_frames > 0 ? q->max_frames : 1) + 1;
+    qtts_status st = ensure_capacity(s, cap, P > 2 ? P : 2, e);
+    if (st) return st;
+    /* request buffers */
+    if (q->n_queue + 1 > s->queue_rows) {
+        vk_buf_free(d, &s->queue);
+        s->queue_rows = 0;
+        int rows = q->n_queue + 1 < 64 ? 64 : q->n_queue + 1;
+        if ((st = vk_buf_alloc(d, &s->queue, sizeof(float) * H * (size_t)rows, 0, e))) return st;
+        s->queue_rows = rows;
+        s->frame_ok = 0;
+    }
+    if (q->n_queue && (st = vk_buf_upload(d, &s->queue, 0, q->queue, sizeof(float) * H * (size_t)q->n_queue, e)))
+        return st;
+    if ((st = vk_buf_upload(d, &s->queue, sizeof(float) * H * (size_t)q->n_queue, q->tts_pad, sizeof(float) * H, e)))
+        return st;
+    const int nt = q->teacher && q->n_teacher > 0 ? q->n_teacher : 0;
+    if (nt * G > s->teach_cap || !s->teach.buf) {
+        vk_buf_free(d, &s->teach);
+        s->teach_cap = 0;
+        int words = nt * G > 64 ? nt * G : 64;
+        if ((st = vk_buf_alloc(d, &s->teach, sizeof(uint32_t) * words, 0, e))) return st;
+        s->teach_cap = words;
+        s->frame_ok = 0;
+    }
+    if (nt && (st = vk_buf_upload(d, &s->teach, 0, q->teacher, sizeof(int32_t) * nt * (size_t)G, e))) return st;
+    uint32_t words[VK_ST_WORDS];
+    memset(words, 0, sizeof words);
+    words[VK_ST_K] = 0;
+    words[VK_ST_POS] = (uint32_t)P;
+    words[VK_ST_NQ] = (uint32_t)q->n_queue;
+    words[VK_ST_NTEACH] = (uint32_t)nt;
+    words[VK_ST_BAN_EOS] = (uint32_t)(q->ban_eos != 0);
+    words[VK_ST_SEED_LO] = (uint32_t)q->seed;
+    words[VK_ST_SEED_HI] = (uint32_t)(q->seed >> 32);
+    if ((st = vk_buf_upload(d, &s->st, 0, words, sizeof words, e)) ||
+        (st = vk_buf_fill(d, &s->seen, 0, sizeof(uint32_t) * v->talker.cfg.vocab, 0, e)) ||
+        (st = vk_buf_upload(d, &s->ta.x, 0, q->embeds, sizeof(float) * H * (size_t)P, e)))
+        return st;
+    /* the frame's recording depends on the sampling parameters and the queue length */
+    if (s->frame_ok && (memcmp(&s->sp_talker, q->talker, sizeof s->sp_talker) ||
+                        memcmp(&s->sp_pred, q->predictor, sizeof s->sp_pred) || s->nq != q->n_queue))
+        s->frame_ok = 0;
+    s->sp_talker = *q->talker;
+    s->sp_pred = *q->predictor;
+    s->nq = q->n_queue;
+    s->P = P;
+    /* prefill */
+    float *layer_buf = NULL;
+    if (tr && tr->on_prefill_layer) {
+        layer_buf = malloc(sizeof(float) * H * (size_t)P);
+        if (!layer_buf) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    rec r = {s, s->aux, tr != NULL, QTTS_OK, e};
+    if ((st = vk_cmd_begin(s->aux, e))) {
+        free(layer_buf);
+        return st;
+    }
+    vk_cmd_timestamp(s->aux, 0);
+    fwd_pos fp = {0, 0, &s->kc, &s->vc, &s->rope, s->cap};
+    forward(&r, &v->talker, &s->ta, P, &fp, tr, layer_buf);
+    rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(P - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
+    vk_cmd_timestamp(s->aux, 1);
+    free(layer_buf);
+    if (r.err) return r.err;
+    if ((st = vk_cmd_end(s->aux, e)) || (st = vk_cmd_submit(s->aux, e)) || (st = vk_cmd_wait(s->aux, e))) return st;
+    if (!tr) *gpu_ms = vk_cmd_elapsed_ms(s->aux, 0, 1);
+    return QTTS_OK;
+}
+
+qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
+    lmv_model *v = s->v;
+    const int G = v->n_groups + 1;
+    qtts_status st;
+    memset(t, 0, sizeof *t);
+    const int traced = tr && (tr->on_step_hidden || tr->on_talker_logits || tr->on_cp_inputs || tr->on_cp_logits);
+    if (traced) {
+        const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab;
+        const int n = 2 * H > V ? 2 * H : V;
+        float *tmp = malloc(sizeof(float) * n);
+        if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        uint32_t k;
+        if ((st = vk_buf_download(v->dev, &s->st, sizeof(uint32_t) * VK_ST_K, &k, sizeof k, e))) {
+            free(tmp);
+            return st;
+        }
+        rec r = {s, s->aux, 1, QTTS_OK, e};
+        if ((st = vk_cmd_begin(s->aux, e))) {
+            free(tmp);
+            return st;
+        }
+        record_frame(&r, tr, (int)k, tmp);
+        free(tmp);
+        if (r.err) return r.err;
+        if ((st = vk_cmd_end(s->aux, e)) || (st = vk_cmd_submit(s->aux, e)) || (st = vk_cmd_wait(s->aux, e)))
+            return st;
+        s->frame_ok = 0; /* the replayed recording is not affected, but keep it simple */
+    } else {
+        if (!s->frame_ok) {
+            rec r = {s, s->frame, 0, QTTS_OK, e};
+            if ((st = vk_cmd_begin(s->frame, e))) return st;
+            record_frame(&r, NULL, 0, NULL);
+            if (r.err) return r.err;
+            if ((st = vk_cmd_end(s->frame, e))) return st;
+            s->frame_ok = 1;
+        }
+        if ((st = vk_cmd_submit(s->frame, e)) || (st = vk_cmd_wait(s->frame, e))) return st;
+        double samp = vk_cmd_elapsed_ms(s->frame, Q_HEAD_END, Q_SAMPLE0_END);
+        double cps = 0;
+        for (int g = 0; g < v->n_groups; g++)
+            cps += vk_cmd_elapsed_ms(s->frame, Q_CP_SAMPLE + 2 * g, Q_CP_SAMPLE + 2 * g + 1);
+        t->sampling = samp + cps;
+        t->predictor = vk_cmd_elapsed_ms(s->frame, Q_CP_START, Q_CP_END) - cps;
+        t->talker = vk_cmd_elapsed_ms(s->frame, Q_FRAME_START, Q_HEAD_END) +
+                    vk_cmd_elapsed_ms(s->frame, Q_CP_END, Q_STEP_END);
+    }
+    const uint32_t *w = s->rb.map;
+    uint32_t words[VK_ST_WORDS];
+    if (traced) {
+        if ((st = vk_buf_download(v->dev, &s->st, 0, words, sizeof words, e))) return st;
+        w = words;
+    }
+    for (int g = 0; g < G; g++) {
+        codes[g] = (int32_t)w[VK_ST_CODES + g];
+        if (agree) agree[g] = (int)w[VK_ST_AGREE + g];
+    }
+    return QTTS_OK;
+}
+
+#else /* no Vulkan in this build */
+
+#define NO_VULKAN                                                                                              \
+    "this build has no Vulkan backend: install libvulkan-dev and glslc (apt-get install libvulkan-dev glslc) " \
+    "and rebuild"
+
+qtts_status lmv_create(lmv_model **out, const qtts_model *m, int device, qtts_error *e) {
+    *out = NULL;
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+void lmv_free(lmv_model *v) { (void)v; }
+const qtts_device_info *lmv_device(const lmv_model *v) { return NULL; }
+int64_t lmv_bytes_allocated(const lmv_model *v) { return 0; }
+int64_t lmv_bytes_reserved(const lmv_model *v) { return 0; }
+qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e) {
+    *out = NULL;
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+void lmv_stream_free(lmv_stream *s) { (void)s; }
+qtts_status lmv_prefill(lmv_stream *s, const lmv_request *r, const lmv_trace *tr, double *gpu_ms, qtts_error *e) {
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e) {
+    *n = 0;
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+
+#endif
+
+/* ------------------------------------------------------------ public */
+
+int qtts_backend_from_name(const char *name) {
+    if (!name) return -1;
+    if (!strcasecmp(name, "cpu")) return QTTS_BACKEND_CPU;
+    if (!strcasecmp(name, "vulkan")) return QTTS_BACKEND_VULKAN;
+    return -1;
+}
+
+const char *qtts_backend_name(qtts_backend b) {
+    return b == QTTS_BACKEND_CPU ? "cpu" : b == QTTS_BACKEND_VULKAN ? "vulkan" : "unknown";
+}
+
+qtts_status qtts_backend_devices(qtts_backend b, qtts_device_info *out, int max, int *n, char *errbuf,
+                                 size_t errbuf_size) {
+    qtts_error e;
+    err_clear(&e);
+    if (errbuf && errbuf_size) errbuf[0] = 0;
+    int count = 0;
+    qtts_status s;
+    if (b == QTTS_BACKEND_CPU) {
+        count = 1;
+        if (out && max > 0) {
+            memset(out, 0, sizeof *out);
+            snprintf(out->name, sizeof out->name, "cpu");
+            snprintf(out->type, sizeof out->type, "cpu");
+            out->usable = 1;
+        }
+        s = QTTS_OK;
+    } else if (b == QTTS_BACKEND_VULKAN) {
+        s = lmv_list_devices(out, out ? max : 0, &count, &e);
+    } else {
+        s = err_set(&e, QTTS_ERR_INVALID_ARG, "unknown backend %d (cpu, vulkan)", (int)b);
+    }
+    if (n) *n = count;
+    if (s && errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", e.msg);
+    return s;
+}
