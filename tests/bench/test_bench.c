@@ -452,6 +452,108 @@ static double jnum_of(json_t *o, const char *k) {
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* --backend / --device: refused when wrong; on the CPU every record says so,
+ * with no device memory and no GPU times; a record from a GPU backend gets
+ * the GPU columns and a device line in markdown, and its fields survive the
+ * JSON round trip (a report made by hand: no GPU needed). */
+static int run_backend_bench(const char *opt, const char *val) {
+    char *argv[] = {"run", "-m", (char *)tmp("cv5"), "--frames", "2", "-r", "1", "--cases", "short_en", "-t", "1",
+                    "-o", "none", "-q", "--bw-mib", "64", "--bw-run-mib", "0", "--json", (char *)tmp("be.json"),
+                    "--csv", (char *)tmp("be.csv"), "--md", (char *)tmp("be.md"), (char *)opt, (char *)val};
+    return cmd_run((int)(sizeof argv / sizeof argv[0]), argv);
+}
+
+static void test_backend_option(void) {
+    CHECK("--backend: an unknown name is a usage error", run_backend_bench("--backend", "nosuch") == 2, "not refused");
+    CHECK("--device: a negative or non-numeric index is a usage error",
+          run_backend_bench("--device", "-1") == 2 && run_backend_bench("--device", "x") == 2 &&
+              run_backend_bench("--device", "") == 2,
+          "not refused");
+    const int rc = run_backend_bench("--backend", "cpu");
+    CHECK("--backend cpu runs", rc == 0, "rc %d", rc);
+    if (rc == 0) {
+        json_error_t je;
+        json_t *j = json_load_file(tmp("be.json"), 0, &je);
+        json_t *r0 = json_array_get(json_object_get(j, "records"), 0);
+        json_t *run0 = json_array_get(json_object_get(r0, "runs"), 0);
+        json_t *sum = json_object_get(r0, "summary");
+        const char *be = json_string_value(json_object_get(r0, "backend"));
+        CHECK("JSON on the CPU: backend, device, no device memory, no GPU times",
+              be && !strcmp(be, "cpu") && json_is_string(json_object_get(r0, "device")) &&
+                  json_is_string(json_object_get(r0, "device_driver")) &&
+                  json_integer_value(json_object_get(r0, "device_index")) == 0 &&
+                  json_is_integer(json_object_get(r0, "device_bytes_allocated")) &&
+                  json_integer_value(json_object_get(r0, "device_bytes_allocated")) == 0 &&
+                  json_integer_value(json_object_get(r0, "device_bytes_reserved")) == 0 && run0 &&
+                  jnull(run0, "gpu_prefill_ms") && jnull(run0, "gpu_talker_ms_per_frame") &&
+                  jnull(run0, "gpu_predictor_ms_per_frame") && jnull(run0, "gpu_sampling_ms_per_frame") &&
+                  json_is_object(json_object_get(sum, "gpu_talker_ms_per_frame")) &&
+                  jnum_of(run0, "talker_ms_per_frame") > 0,
+              "backend %s", be ? be : "(none)");
+        json_decref(j);
+        char *md = slurp(tmp("be.md")), *csv = slurp(tmp("be.csv"));
+        const char *nl = csv ? strchr(csv, '\n') : NULL;
+        CHECK("markdown and CSV on the CPU: no GPU columns in the table, backend columns in CSV",
+              md && !strstr(md, "GPU talker") && !strstr(md, "| device |") && nl &&
+                  !strncmp(nl - strlen(",device_bytes_reserved"), ",device_bytes_reserved", 22) &&
+                  strstr(nl, ",cpu,"),
+              "md %d csv %d", md != NULL, csv != NULL);
+        free(md), free(csv);
+    }
+    /* a record as a Vulkan run makes it */
+    bench_report r;
+    memset(&r, 0, sizeof r);
+    r.reps = 2;
+    r.rec = calloc(1, sizeof *r.rec);
+    if (!r.rec) return;
+    r.n_rec = 1;
+    bench_record *rec = &r.rec[0];
+    snprintf(rec->model, sizeof rec->model, "/m/cv");
+    snprintf(rec->model_name, sizeof rec->model_name, "cv");
+    snprintf(rec->weights, sizeof rec->weights, "q8");
+    snprintf(rec->kernels, sizeof rec->kernels, "avx2");
+    snprintf(rec->case_name, sizeof rec->case_name, "short_en");
+    snprintf(rec->backend, sizeof rec->backend, "vulkan");
+    snprintf(rec->device_name, sizeof rec->device_name, "llvmpipe (LLVM 15.0.6, 256 bits)");
+    snprintf(rec->device_driver, sizeof rec->device_driver, "llvmpipe Mesa 22.3.6");
+    rec->device = 1;
+    rec->device_bytes_allocated = 3 * 1048576;
+    rec->device_bytes_reserved = 4 * 1048576;
+    rec->n_runs = 2;
+    for (int k = 0; k < 2; k++) {
+        run_metrics *m = &rec->runs[k];
+        for (int i = 0; i < bench_n_metrics; i++) *(double *)((char *)m + bench_metrics[i].offset) = NAN;
+        m->n_frames = 4, m->rtf = 0.5, m->talker_ms_f = 3;
+        m->gpu_prefill_ms = 10 + k, m->gpu_talker_ms_f = 1.25 + k, m->gpu_predictor_ms_f = 2.5, m->gpu_sampling_ms_f = 0.5;
+    }
+    FILE *f = tmpfile();
+    report_write(&r, "md", f);
+    rewind(f);
+    static char out[65536];
+    out[fread(out, 1, sizeof out - 1, f)] = 0;
+    fclose(f);
+    CHECK("markdown on a GPU backend: GPU columns, device line, backend beside the ISA",
+          strstr(out, " GPU prefill ms | GPU talker ms/f | GPU CP ms/f | GPU sampling ms/f |") &&
+              strstr(out, "| device | cv q8: vulkan device 1, llvmpipe (LLVM 15.0.6, 256 bits) (driver llvmpipe Mesa "
+                          "22.3.6); 3.0 MiB allocated, 4.0 MiB reserved |") &&
+              strstr(out, "| vulkan + avx2 |") && strstr(out, " 1.75 [") && strstr(out, " 2.50 [2.50] |"),
+          "%.2000s", out);
+    const int wj = report_write_file(&r, "json", tmp("gpu.json"));
+    bench_report back;
+    char err[256] = "";
+    const int rj = wj ? -1 : report_read_json(tmp("gpu.json"), &back, err, sizeof err);
+    CHECK("JSON round trip of a GPU record",
+          rj == 0 && back.n_rec == 1 && !strcmp(back.rec[0].backend, "vulkan") &&
+              !strcmp(back.rec[0].device_name, rec->device_name) && !strcmp(back.rec[0].device_driver, rec->device_driver) &&
+              back.rec[0].device == 1 && back.rec[0].device_bytes_allocated == 3 * 1048576 &&
+              back.rec[0].device_bytes_reserved == 4 * 1048576 && back.rec[0].n_runs == 2 &&
+              back.rec[0].runs[1].gpu_talker_ms_f == 2.25 && back.rec[0].runs[0].gpu_prefill_ms == 10 &&
+              back.rec[0].runs[0].gpu_sampling_ms_f == 0.5,
+          "write %d read %d %s", wj, rj, err);
+    if (rj == 0) report_free(&back);
+    report_free(&r);
+}
+
 /* --decode as a crossed dimension through every report format and compare */
 static void test_decode_option(void) {
     CHECK("--decode: an unknown placement is a usage error", run_decode_bench("inline,sideways") == 2, "not refused");
@@ -675,7 +777,7 @@ static void test_quality(void) {
     const char *w[1] = {"native"};
     const bench_case *cases[2] = {&bench_cases[0], &bench_cases[bench_n_cases - 1]};
     quality_options qo = {"native", "printf 'hello doctor smith is the meeting still at three o\\047clock\\n' # {wav}", 5,
-                          1, 3, NULL};
+                          1, 3, NULL, {0}};
     /* one thread: cheap on a 2-core machine where other tests run too */
     const int rc = quality_run(tmp("b5"), w, 1, cases, 2, &qo, &r);
     CHECK("quality arm on a Base model", rc == 0 && r.n_q == 2, "rc %d, %d records", rc, r.n_q);
@@ -897,6 +999,7 @@ int main(void) {
     test_make_model();
     test_synthesis();
     test_reports_and_compare();
+    test_backend_option();
     test_decode_placements();
     test_decode_option();
     test_bandwidth_probe();

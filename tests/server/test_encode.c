@@ -305,6 +305,23 @@ static void test_helpers(void) {
                                           strstr(t, "# TYPE qtts_queue_depth gauge"),
           "missing TYPE lines");
     free(t);
+    t = metrics_render(m);
+    CHECK("metrics/device_zero_by_default", t && metrics_value(t, "qtts_device_bytes_allocated") == 0 &&
+                                                metrics_value(t, "qtts_device_bytes_reserved") == 0 &&
+                                                !strstr(t, "qtts_backend_info"),
+          "%s", t ? t : "(null)");
+    free(t);
+    metrics_set_backend(m, "vulkan", "GPU \"x\" 1");
+    metrics_set_device_bytes(m, 3000000000LL, 4294967296LL);
+    t = metrics_render(m);
+    CHECK("metrics/backend_and_device_bytes",
+          t && metrics_value(t, "qtts_backend_info{backend=\"vulkan\",device=\"GPU \\\"x\\\" 1\"}") == 1 &&
+              metrics_value(t, "qtts_device_bytes_allocated") == 3000000000.0 &&
+              metrics_value(t, "qtts_device_bytes_reserved") == 4294967296.0 &&
+              strstr(t, "# HELP qtts_backend_info ") && strstr(t, "# TYPE qtts_backend_info gauge") &&
+              strstr(t, "# TYPE qtts_device_bytes_allocated gauge") && strstr(t, "# TYPE qtts_device_bytes_reserved gauge"),
+          "%s", t ? t : "(null)");
+    free(t);
     metrics_free(m);
 }
 

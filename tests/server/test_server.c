@@ -35,6 +35,18 @@ static void meta(server *s) {
                                          metrics_value(r.body, "qtts_warm_slots") == 4 && strstr(r.body, "qtts_ttfa_seconds_bucket") &&
                                          strstr(r.body, "qtts_rtf_bucket") && strstr(r.body, "qtts_audio_seconds_total"),
           "%d %.200s", r.status, r.body);
+    /* the backend the model was loaded on (the library default: cpu unless QTTS_BACKEND says otherwise) */
+    char bi[600];
+    snprintf(bi, sizeof bi, "qtts_backend_info{backend=\"%s\",device=\"%s\"}", qtts_backend_name(s->info.backend),
+             s->info.device_name ? s->info.device_name : "");
+    const double alloc = metrics_value(r.body, "qtts_device_bytes_allocated"),
+                 resv = metrics_value(r.body, "qtts_device_bytes_reserved");
+    CHECK("meta/metrics_backend", metrics_value(r.body, bi) == 1 && strstr(r.body, "# TYPE qtts_backend_info gauge") &&
+                                      strstr(r.body, "# TYPE qtts_device_bytes_allocated gauge") &&
+                                      strstr(r.body, "# TYPE qtts_device_bytes_reserved gauge") &&
+                                      (s->info.backend == QTTS_BACKEND_CPU ? alloc == 0 && resv == 0
+                                                                           : alloc > 0 && resv >= alloc),
+          "%s: %g; allocated %g reserved %g", bi, metrics_value(r.body, bi), alloc, resv);
     http_result_free(&r);
     req(s, "GET", "/v1/audio/voices", NULL, NULL, &r);
     CHECK("meta/voices_lists_presets", r.status == 200 && strstr(r.body, "\"vivian\"") && strstr(r.body, "\"preset\""),

@@ -91,6 +91,7 @@ typedef struct bench_opts {
     int cold_per_case;         /* 1 = a cold run before every case, not only the first */
     int no_huge_pages;         /* 1 = qtts_model_params.huge_pages 0 (weights in place, 4 KiB pages) */
     const char *quality_cases; /* suite: cases of the quality arm (NULL = all of --cases) */
+    bench_backend backend;     /* --backend / --device (zero = the library default) */
 } bench_opts;
 
 static char *list_buf[64];
@@ -167,6 +168,9 @@ void bench_help(FILE *f) {
             "                          measurement)\n"
             "      --no-huge-pages     load with qtts_model_params.huge_pages = 0: stored weights read in place\n"
             "                          (4 KiB pages) instead of copied into 2 MiB pages (an A/B of the two)\n"
+            "      --backend cpu|vulkan  where the language model runs (default: cpu, or $QTTS_BACKEND); on a\n"
+            "                          GPU backend the reports add the GPU time per phase and device memory\n"
+            "      --device N          the backend's device index (default 0, or $QTTS_DEVICE)\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
@@ -188,7 +192,7 @@ void bench_help(FILE *f) {
             "                            memory read bandwidth (auto: the widest loads this CPU has)\n"
             "qtts-bench peak [-t LIST]   f32 and int8 multiply-adds per second (the kernels' instructions)\n"
             "qtts-bench burst -m DIR [-w WEIGHTS] [--rounds N] [--seconds S] [--text STR] [--voice NAME]\n"
-            "                 [--instructions STR]\n"
+            "                 [--instructions STR] [--backend cpu|vulkan] [--device N]\n"
             "                            prefill, step and first-chunk decode on 2 threads, on 1, and two side\n"
             "                            by side (one thread each), and the least median first audio of a\n"
             "                            burst of 4 any schedule of them allows; steps of 2-4 streams and a\n"
@@ -241,6 +245,9 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (strcmp(a, "--cold-per-case") == 0) o->cold_per_case = 1;
         else if (strcmp(a, "--no-huge-pages") == 0) o->no_huge_pages = 1;
         else if (strcmp(a, "--greedy") == 0) o->greedy = 1;
+        else if (OPT("--backend", "--backend") || OPT("--device", "--device")) {
+            if (bench_parse_backend(a, v, &o->backend)) return -1;
+        }
         else if (OPT("-o", "--output")) {
             if (strcmp(v, "md") && strcmp(v, "json") && strcmp(v, "csv") && strcmp(v, "none")) {
                 fprintf(stderr, "qtts-bench: -o takes md, json, csv or none\n");
@@ -370,6 +377,7 @@ static void log_ignore(qtts_log_level level, const char *msg, void *user) {
 
 typedef struct loaded {
     qtts_model *model;
+    int device;         /* device index it was loaded with */
     const char *weights;
     int n_threads;
     double load_ms;
@@ -402,8 +410,9 @@ static void make_voices(loaded *L) {
     free(pcm);
 }
 
-static void fill_record_model(bench_record *rec, const char *dir, qtts_model *m) {
+static void fill_record_model(bench_record *rec, const char *dir, qtts_model *m, int device) {
     snprintf(rec->model, sizeof rec->model, "%s", dir);
+    rec->device = device;
     snprintf(rec->model_name, sizeof rec->model_name, "%s", base_name(dir));
     rec->synthetic = config_synthetic(dir);
     if (!m) return;
@@ -418,6 +427,11 @@ static void fill_record_model(bench_record *rec, const char *dir, qtts_model *m)
     rec->codec_bytes = info.codec_bytes;
     rec->n_params = info.n_params;
     rec->weights_in_use = info.weight_bytes_in_use;
+    snprintf(rec->backend, sizeof rec->backend, "%s", qtts_backend_name(info.backend));
+    snprintf(rec->device_name, sizeof rec->device_name, "%s", info.device_name ? info.device_name : "");
+    snprintf(rec->device_driver, sizeof rec->device_driver, "%s", info.device_driver ? info.device_driver : "");
+    rec->device_bytes_allocated = info.device_bytes_allocated;
+    rec->device_bytes_reserved = info.device_bytes_reserved;
 }
 
 static int case_frames(const bench_opts *o, const bench_case *c) {
@@ -450,9 +464,13 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 mp.n_threads = o->threads[ti];
                 mp.huge_pages = !o->no_huge_pages;
                 mp.log = log_ignore;
+                bench_apply_backend(&o->backend, &mp);
+                l->device = mp.device;
                 l->weights = canon;
                 l->n_threads = o->threads[ti];
-                if (!o->quiet) fprintf(stderr, "loading %s (%s, %d threads)\n", dir, canon, mp.n_threads);
+                if (!o->quiet)
+                    fprintf(stderr, "loading %s (%s, %d threads, backend %s device %d)\n", dir, canon, mp.n_threads,
+                            qtts_backend_name(mp.backend), mp.device);
                 const double t0 = bench_now_ms();
                 qtts_status st = qtts_model_load(&l->model, dir, &mp, l->err, sizeof l->err);
                 l->load_ms = bench_now_ms() - t0;
@@ -494,7 +512,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 bench_record *rec = &R[j];
                 memset(rec, 0, sizeof *rec);
                 loaded *l = &L[cfg_model[j]];
-                fill_record_model(rec, dir, l->model);
+                fill_record_model(rec, dir, l->model, l->device);
                 snprintf(rec->weights, sizeof rec->weights, "%s", cfg[j].weights_name);
                 rec->n_threads = cfg[j].n_threads;
                 rec->first_chunk = cfg[j].first_chunk;
@@ -546,6 +564,12 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                     } else {
                         rec->runs[rec->n_runs++] = out.m;
                         any_ok = 1;
+                    }
+                    if (!out.m.status) {
+                        if (out.device_bytes_allocated > rec->device_bytes_allocated)
+                            rec->device_bytes_allocated = out.device_bytes_allocated;
+                        if (out.device_bytes_reserved > rec->device_bytes_reserved)
+                            rec->device_bytes_reserved = out.device_bytes_reserved;
                     }
                     done++;
                     if (!o->quiet)
@@ -651,7 +675,7 @@ int cmd_suite(int argc, char **argv) {
     snprintf(wav_dir, sizeof wav_dir, "%.4000s/wav", o.out_dir);
     mkdir(wav_dir, 0755);
     quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
-                          o.seed, wav_dir};
+                          o.seed, wav_dir, o.backend};
     for (int mi = 0; mi < o.n_models; mi++) {
         if (!o.quiet) fprintf(stderr, "quality arm: %s\n", o.models[mi]);
         if (quality_run(o.models[mi], test_w, nt, qcases, nq, &qo, &r)) rc = -1;
@@ -681,7 +705,7 @@ int cmd_quality(int argc, char **argv) {
     report_init(&o, &r);
     const double t0 = bench_now_ms();
     quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
-                          o.seed, NULL};
+                          o.seed, NULL, o.backend};
     int rc = 0;
     for (int mi = 0; mi < o.n_models; mi++)
         if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;

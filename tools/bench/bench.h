@@ -211,6 +211,10 @@ typedef struct run_metrics {
     double mhz_mean, mhz_min, mhz_max;
     double audio_rms, audio_peak; /* of the delivered PCM: a sanity check of the output level */
     double nonfinite;        /* NaN/Inf samples delivered (must be 0) */
+    /* GPU time of the language model from the library's timestamp queries
+     * (qtts_stats.gpu_*): prefill ms, and talker steps, code predictor passes
+     * and sampling ms per frame; NaN on the CPU backend */
+    double gpu_prefill_ms, gpu_talker_ms_f, gpu_predictor_ms_f, gpu_sampling_ms_f;
     int status;              /* qtts_status of the call */
 } run_metrics;
 
@@ -221,6 +225,21 @@ typedef enum bench_decode {
     BENCH_DECODE_WORKER = 1, /* overlap = 1: in the context's worker thread beside generation */
     BENCH_DECODE_NONE = 2,   /* no audio: qtts_generate_codes alone (generation alone) */
 } bench_decode;
+
+/* Where the language model runs (--backend, --device). All zero = the
+ * library's defaults (cpu and device 0, or QTTS_BACKEND / QTTS_DEVICE). */
+typedef struct bench_backend {
+    int have_backend;
+    qtts_backend backend;
+    int have_device;
+    int device;              /* >= 0 */
+} bench_backend;
+
+/* Parse the value of --backend (opt "--backend") or --device into b. Returns
+ * 0, or -1 with a message on stderr naming what is accepted. */
+int bench_parse_backend(const char *opt, const char *v, bench_backend *b);
+/* Apply what b gives to mp (the rest stays at qtts_model_default_params). */
+void bench_apply_backend(const bench_backend *b, qtts_model_params *mp);
 
 /* "inline", "worker", "none". Returns 0 or -1. */
 int bench_parse_decode(const char *s, bench_decode *d);
@@ -257,6 +276,8 @@ typedef struct run_output {
     int n_codes_frames;
     qtts_stats stats;
     int chunks_off_thread;    /* PCM chunks delivered on a thread other than the caller's */
+    int64_t device_bytes_allocated, device_bytes_reserved; /* qtts_model_info's, read at the end
+                                                              of the run with its context alive */
     char err[256];
 } run_output;
 
@@ -303,6 +324,10 @@ typedef struct bench_record {
     run_metrics cold;         /* first run of this case on this configuration */
     run_metrics runs[BENCH_MAX_RUNS];
     int n_runs;
+    char backend[16];         /* "cpu", "vulkan" (qtts_model_info.backend; "" in older reports) */
+    int device;               /* device index the model was loaded with */
+    char device_name[256], device_driver[256]; /* qtts_model_info's ("cpu" and "" on the CPU) */
+    int64_t device_bytes_allocated, device_bytes_reserved; /* the most over the runs (0 on the CPU) */
     char error[256];          /* non-empty: the configuration failed */
 } bench_record;
 
@@ -375,6 +400,7 @@ typedef struct quality_options {
     int n_threads;
     uint64_t seed;
     const char *wav_dir;       /* keep WAVs here (NULL = temporary) */
+    bench_backend backend;     /* both paths' language model (zero = the library default) */
 } quality_options;
 int quality_run(const char *model_dir, const char *const *weights, int n_weights, const bench_case *const *cases,
                 int n_cases, const quality_options *o, bench_report *r);
@@ -479,6 +505,7 @@ typedef struct burst_opts {
     double frame_ms;         /* out: audio ms a frame (80 for the 12 Hz codec) */
     void (*on_round)(void *arg, int round, const burst_costs *c); /* optional */
     void *arg;
+    bench_backend backend;   /* the three models' language model (zero = the library default) */
 } burst_opts;
 
 /* Loads the model three times (2 threads, 1, 1) and measures; fills in the

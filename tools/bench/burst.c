@@ -417,6 +417,7 @@ int burst_measure(burst_opts *o, burst_costs *med, burst_costs *rounds, char *er
         qtts_model_params mp = qtts_model_default_params();
         mp.n_threads = v == 0 ? 2 : 1;
         mp.weights = o->weights;
+        bench_apply_backend(&o->backend, &mp);
         char e[512];
         if (qtts_model_load(&m[v], o->model_dir, &mp, e, sizeof e)) {
             snprintf(err, n, "cannot load %s: %s", o->model_dir, e);
@@ -563,6 +564,10 @@ int cmd_burst(int argc, char **argv) {
         } else if (!strcmp(a, "--text") && v) o.text = argv[++i];
         else if (!strcmp(a, "--voice") && v) o.voice = argv[++i];
         else if (!strcmp(a, "--instructions") && v) o.instructions = argv[++i];
+        else if (!strcmp(a, "--backend") || !strcmp(a, "--device")) {
+            if (bench_parse_backend(a, v, &o.backend)) return 2;
+            i++;
+        }
         else if (!strcmp(a, "--rounds") && v) {
             o.rounds = (int)strtol(argv[++i], &end, 10);
             if (*end || o.rounds < 1 || o.rounds > 1000) {
@@ -577,7 +582,8 @@ int cmd_burst(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: qtts-bench burst -m DIR [-w q8|q4|native] [--rounds N] [--seconds S] [--text STR]\n"
-                            "                        [--voice NAME] [--instructions STR]\n");
+                            "                        [--voice NAME] [--instructions STR] [--backend cpu|vulkan]\n"
+                            "                        [--device N]\n");
             return 2;
         }
     }
@@ -587,8 +593,10 @@ int cmd_burst(int argc, char **argv) {
     }
     sys_info s;
     sys_collect(&s);
-    printf("# qtts-bench burst: %s, weights %s; CPU %s (%s; %d online); load average %s\n", o.model_dir, wname,
-           s.cpu_model, s.cpu_id, s.n_cpus, s.loadavg);
+    qtts_model_params dp = qtts_model_default_params();
+    bench_apply_backend(&o.backend, &dp);
+    printf("# qtts-bench burst: %s, weights %s, backend %s device %d; CPU %s (%s; %d online); load average %s\n",
+           o.model_dir, wname, qtts_backend_name(dp.backend), dp.device, s.cpu_model, s.cpu_id, s.n_cpus, s.loadavg);
     printf("# text: %s\n", o.text);
     printf("# ms a task (P prefill with the voice prefix reused, S a step of one stream, D the first 1-frame chunk's\n"
            "# decode with the decoder's reset; steps of 2-4 streams, a 4-frame chunk's decode in a running stream);\n"

@@ -244,8 +244,10 @@ static void log_quiet(qtts_log_level level, const char *msg, void *user) {
     (void)level, (void)msg, (void)user;
 }
 
-static qtts_model *load(const char *dir, const char *weights, int n_threads, char *err, size_t es) {
+static qtts_model *load(const char *dir, const char *weights, int n_threads, const bench_backend *be, char *err,
+                        size_t es) {
     qtts_model_params mp = qtts_model_default_params();
+    bench_apply_backend(be, &mp);
     const char *canon;
     if (bench_parse_weights(weights, &mp.weights, &canon)) {
         snprintf(err, es, "unknown weight format %s", weights);
@@ -284,7 +286,7 @@ static void asr_score(const quality_options *o, const bench_case *c, const char 
 int quality_run(const char *dir, const char *const *weights, int n_weights, const bench_case *const *cases,
                 int n_cases, const quality_options *o, bench_report *r) {
     char err[512];
-    qtts_model *ref = load(dir, o->ref_weights, o->n_threads, err, sizeof err);
+    qtts_model *ref = load(dir, o->ref_weights, o->n_threads, &o->backend, err, sizeof err);
     if (!ref) {
         fprintf(stderr, "quality: %s (%s): %s\n", dir, o->ref_weights, err);
         return -1;
@@ -342,7 +344,7 @@ int quality_run(const char *dir, const char *const *weights, int n_weights, cons
     for (int wi = 0; wi < n_weights && R; wi++) {
         const int is_ref = strcmp(weights[wi], o->ref_weights) == 0;
         if (is_ref && n_weights > 1) continue; /* the reference against itself only when nothing else is asked */
-        qtts_model *tm = load(dir, weights[wi], o->n_threads, err, sizeof err);
+        qtts_model *tm = load(dir, weights[wi], o->n_threads, &o->backend, err, sizeof err);
         if (!tm) {
             fprintf(stderr, "quality: %s (%s): %s\n", dir, weights[wi], err);
             rc = -1;

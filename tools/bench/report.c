@@ -39,6 +39,10 @@ const metric_desc bench_metrics[] = {
     M("audio_rms", "audio RMS", audio_rms, -1, "%.3f"),
     M("audio_peak", "audio peak", audio_peak, -1, "%.3f"),
     M("nonfinite_samples", "NaN/Inf samples", nonfinite, 1, "%.0f"),
+    M("gpu_prefill_ms", "GPU prefill ms", gpu_prefill_ms, 1, "%.1f"),
+    M("gpu_talker_ms_per_frame", "GPU talker ms/f", gpu_talker_ms_f, 1, "%.2f"),
+    M("gpu_predictor_ms_per_frame", "GPU CP ms/f", gpu_predictor_ms_f, 1, "%.2f"),
+    M("gpu_sampling_ms_per_frame", "GPU sampling ms/f", gpu_sampling_ms_f, 1, "%.2f"),
 };
 #undef M
 const int bench_n_metrics = (int)(sizeof bench_metrics / sizeof bench_metrics[0]);
@@ -99,7 +103,11 @@ static const char *definitions =
     "embedding table not); near 1 means the process holds little beyond the weights it needs. The reset lowers "
     "the peak to the current RSS, so weights that earlier runs made resident count on every row, none rows "
     "included. Each figure is the median [p95] of the measured runs (min/max in JSON and CSV); the cold run (the "
-    "first run after loading a configuration: page-in, allocator growth) is on its own line.";
+    "first run after loading a configuration: page-in, allocator growth) is on its own line. Backend = where the "
+    "language model runs (qtts_model_params.backend; the codec decoder is on the CPU on every backend); on a GPU "
+    "backend the GPU columns are the device time of each phase from timestamp queries (qtts_stats.gpu_*: prefill "
+    "ms; talker steps, code predictor passes and sampling ms per frame), and device memory allocated / reserved is "
+    "the most qtts_model_info reported at the end of a run, its context still alive.";
 
 static const char *frames_text(const bench_report *r, char *buf, size_t n) {
     if (r->frames_mode > 0) snprintf(buf, n, "forced to %d per case, EOS ignored", r->frames_mode);
@@ -147,6 +155,30 @@ static const char *md_cols[] = {"rtf",
                                 "probe_gbps",
                                 "mhz_mean"};
 #define N_MD_COLS ((int)(sizeof md_cols / sizeof md_cols[0]))
+
+/* added after md_cols when a record ran on a GPU backend */
+static const char *md_gpu_cols[] = {"gpu_prefill_ms", "gpu_talker_ms_per_frame", "gpu_predictor_ms_per_frame",
+                                    "gpu_sampling_ms_per_frame"};
+#define N_MD_GPU_COLS ((int)(sizeof md_gpu_cols / sizeof md_gpu_cols[0]))
+
+static int on_gpu(const bench_record *rec) { return rec->backend[0] && strcmp(rec->backend, "cpu") != 0; }
+
+/* "device" machine lines: one per distinct model, format and GPU device */
+static void write_md_devices(const bench_report *r, FILE *f) {
+    for (int i = 0; i < r->n_rec; i++) {
+        const bench_record *rec = &r->rec[i];
+        if (!on_gpu(rec)) continue;
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = on_gpu(&r->rec[j]) && strcmp(r->rec[j].model, rec->model) == 0 &&
+                   strcmp(r->rec[j].weights, rec->weights) == 0 && strcmp(r->rec[j].backend, rec->backend) == 0 &&
+                   r->rec[j].device == rec->device;
+        if (seen) continue;
+        fprintf(f, "| device | %s %s: %s device %d, %s (driver %s); %.1f MiB allocated, %.1f MiB reserved |\n",
+                rec->model_name, rec->weights, rec->backend, rec->device, rec->device_name, rec->device_driver,
+                rec->device_bytes_allocated / 1048576.0, rec->device_bytes_reserved / 1048576.0);
+    }
+}
 
 /* "weights in use" machine line: one entry per distinct model and format */
 static void write_md_weights(const bench_report *r, FILE *f) {
@@ -198,6 +230,7 @@ static void write_md(const bench_report *r, FILE *f) {
     fprintf(f, "| build | %s; %s; flags: %s |\n", s->commit, s->compiler, s->cflags);
     fprintf(f, "| system | %s, %s; load average at start %s |\n", s->kernel, s->date, s->loadavg);
     write_md_weights(r, f);
+    write_md_devices(r, f);
     fprintf(f, "| frames | %s |\n", frames_text(r, fb, sizeof fb));
     fprintf(f, "| runs | 1 cold + %d measured per case and configuration; %s decoding, seed %llu |\n", r->reps,
             r->greedy ? "greedy" : "sampled", (unsigned long long)r->seed);
@@ -211,24 +244,31 @@ static void write_md(const bench_report *r, FILE *f) {
         fprintf(f, "\nModels marked *synthetic* have random weights (qtts-bench make-model): their speed is real, "
                    "their audio is noise.\n");
     if (r->reps < 5) fprintf(f, "\n**Fewer than 5 measured runs: not a benchmark result.**\n");
+    int gpu = 0;
+    for (int i = 0; i < r->n_rec; i++) gpu |= on_gpu(&r->rec[i]);
+    const int n_gpu_cols = gpu ? N_MD_GPU_COLS : 0;
     if (r->n_rec) {
         fprintf(f, "\n## Speed\n\n| model | weights | ISA | thr | chunk | mode | decode | case | frames | run | "
                    "RTF min-max |");
         for (int c = 0; c < N_MD_COLS; c++) fprintf(f, " %s |", bench_metric(md_cols[c])->label);
+        for (int c = 0; c < n_gpu_cols; c++) fprintf(f, " %s |", bench_metric(md_gpu_cols[c])->label);
         fprintf(f, "\n|---|---|---|---|---|---|---|---|---|---|---|");
-        for (int c = 0; c < N_MD_COLS; c++) fprintf(f, "---|");
+        for (int c = 0; c < N_MD_COLS + n_gpu_cols; c++) fprintf(f, "---|");
         fprintf(f, "\n");
     }
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
-        char head[512];
+        char head[512], isa[64];
+        /* on a GPU backend the CPU kernels still run the codec decoder */
+        if (on_gpu(rec)) snprintf(isa, sizeof isa, "%s + %s", rec->backend, rec->kernels);
+        else snprintf(isa, sizeof isa, "%s", rec->kernels);
         snprintf(head, sizeof head, "| %s%s (%s %s) | %s (%s) | %s | %d | %d/%d | %s | %s | %s |", rec->model_name,
                  rec->synthetic ? " *synthetic*" : "", rec->size_name, rec->type_name, rec->weights,
-                 rec->weight_dtype, rec->kernels, rec->n_threads, rec->first_chunk, rec->chunk, rec->mode,
+                 rec->weight_dtype, isa, rec->n_threads, rec->first_chunk, rec->chunk, rec->mode,
                  rec->decode[0] ? rec->decode : "-", rec->case_name);
         if (rec->error[0] && rec->n_runs == 0) {
             fprintf(f, "%s - | - | %s |", head, rec->error);
-            for (int c = 1; c < N_MD_COLS + 1; c++) fputs(" |", f);
+            for (int c = 1; c < N_MD_COLS + n_gpu_cols + 1; c++) fputs(" |", f);
             fputc('\n', f);
             continue;
         }
@@ -236,6 +276,10 @@ static void write_md(const bench_report *r, FILE *f) {
             fprintf(f, "%s %d | cold | - |", head, (int)rec->cold.n_frames);
             for (int c = 0; c < N_MD_COLS; c++) {
                 const metric_desc *d = bench_metric(md_cols[c]);
+                md_cell(f, d->fmt, metric_get(&rec->cold, d));
+            }
+            for (int c = 0; c < n_gpu_cols; c++) {
+                const metric_desc *d = bench_metric(md_gpu_cols[c]);
                 md_cell(f, d->fmt, metric_get(&rec->cold, d));
             }
             fputc('\n', f);
@@ -246,6 +290,10 @@ static void write_md(const bench_report *r, FILE *f) {
         else fprintf(f, " %.3f-%.3f |", rs.min, rs.max);
         for (int c = 0; c < N_MD_COLS; c++) {
             const metric_desc *d = bench_metric(md_cols[c]);
+            md_cell2(f, d->fmt, record_summary(rec, d));
+        }
+        for (int c = 0; c < n_gpu_cols; c++) {
+            const metric_desc *d = bench_metric(md_gpu_cols[c]);
             md_cell2(f, d->fmt, record_summary(rec, d));
         }
         fputc('\n', f);
@@ -377,6 +425,12 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "commit", json_string(s->commit));
         json_object_set_new(o, "compiler", json_string(s->compiler));
         json_object_set_new(o, "cflags", json_string(s->cflags));
+        json_object_set_new(o, "backend", json_string(rec->backend));
+        json_object_set_new(o, "device", json_string(rec->device_name));
+        json_object_set_new(o, "device_index", json_integer(rec->device));
+        json_object_set_new(o, "device_driver", json_string(rec->device_driver));
+        json_object_set_new(o, "device_bytes_allocated", json_integer(rec->device_bytes_allocated));
+        json_object_set_new(o, "device_bytes_reserved", json_integer(rec->device_bytes_reserved));
         if (rec->error[0]) json_object_set_new(o, "error", json_string(rec->error));
         json_object_set_new(o, "cold", rec->cold.n_frames > 0 ? metrics_json(&rec->cold) : json_null());
         json_t *runs = json_array();
@@ -443,7 +497,7 @@ static void write_csv(const bench_report *r, FILE *f) {
     for (int m = 0; m < bench_n_metrics; m++)
         fprintf(f, ",%s_median,%s_p95,%s_min,%s_max", bench_metrics[m].key, bench_metrics[m].key,
                 bench_metrics[m].key, bench_metrics[m].key);
-    fputc('\n', f);
+    fputs(",backend,device,device_index,device_driver,device_bytes_allocated,device_bytes_reserved\n", f);
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
         if (rec->n_runs == 0) continue; /* failed or skipped: in the markdown and JSON with the reason */
@@ -467,7 +521,11 @@ static void write_csv(const bench_report *r, FILE *f) {
                     csv_num(f, s.median), csv_num(f, s.p95), csv_num(f, s.min), csv_num(f, s.max);
                 }
             }
-            fputc('\n', f);
+            fprintf(f, ",%s,", rec->backend);
+            csv_str(f, rec->device_name);
+            fprintf(f, ",%d,", rec->device);
+            csv_str(f, rec->device_driver);
+            fprintf(f, ",%lld,%lld\n", (long long)rec->device_bytes_allocated, (long long)rec->device_bytes_reserved);
         }
     }
 }
@@ -582,6 +640,14 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(o, "length", rec->length, sizeof rec->length);
         jstr(o, "language", rec->language, sizeof rec->language);
         jstr(o, "error", rec->error, sizeof rec->error);
+        jstr(o, "backend", rec->backend, sizeof rec->backend); /* absent before backends: "" (the CPU) */
+        jstr(o, "device", rec->device_name, sizeof rec->device_name);
+        jstr(o, "device_driver", rec->device_driver, sizeof rec->device_driver);
+        const double dix = jget(o, "device_index"), dba = jget(o, "device_bytes_allocated"),
+                     dbr = jget(o, "device_bytes_reserved");
+        rec->device = isnan(dix) ? 0 : (int)dix;
+        rec->device_bytes_allocated = isnan(dba) ? 0 : (int64_t)dba;
+        rec->device_bytes_reserved = isnan(dbr) ? 0 : (int64_t)dbr;
         rec->synthetic = json_is_true(json_object_get(o, "synthetic"));
         rec->n_threads = (int)jget(o, "threads");
         rec->first_chunk = (int)jget(o, "first_chunk_frames");

@@ -7,7 +7,7 @@
  * qtts_generate_codes with the same generation parameters and makes no audio.
  * Dataflow: case + config -> qtts_gen_params / qtts_audio_params -> chunk
  * timestamps + stats -> run_metrics (RTF, TTFA, cadence, underruns, phases,
- * RSS, GB/s, MHz). */
+ * GPU phases on a GPU backend, RSS, GB/s, MHz). */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -24,6 +24,34 @@ int bench_parse_decode(const char *s, bench_decode *d) {
             return 0;
         }
     return -1;
+}
+
+int bench_parse_backend(const char *opt, const char *v, bench_backend *b) {
+    if (strcmp(opt, "--backend") == 0) {
+        const int k = v ? qtts_backend_from_name(v) : -1;
+        if (k < 0) {
+            fprintf(stderr, "qtts-bench: --backend takes cpu or vulkan (got '%s')\n", v ? v : "");
+            return -1;
+        }
+        b->have_backend = 1;
+        b->backend = (qtts_backend)k;
+        return 0;
+    }
+    char *end = NULL;
+    const long d = v ? strtol(v, &end, 10) : -1;
+    if (!v || !*v || *end || d < 0 || d > 1023) {
+        fprintf(stderr, "qtts-bench: --device takes a device index N >= 0, as qtts info --backend lists them "
+                        "(got '%s')\n", v ? v : "");
+        return -1;
+    }
+    b->have_device = 1;
+    b->device = (int)d;
+    return 0;
+}
+
+void bench_apply_backend(const bench_backend *b, qtts_model_params *mp) {
+    if (b->have_backend) mp->backend = b->backend;
+    if (b->have_device) mp->device = b->device;
 }
 
 const char *bench_decode_name(bench_decode d) {
@@ -174,6 +202,10 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     qtts_stats s;
     qtts_context_get_stats(ctx, &s);
     out->stats = s;
+    qtts_model_info live; /* device memory while the run's context still holds its buffers */
+    qtts_model_get_info(model, &live);
+    out->device_bytes_allocated = live.device_bytes_allocated;
+    out->device_bytes_reserved = live.device_bytes_reserved;
     qtts_context_free(ctx);
 
     size_t total = 0;
@@ -218,6 +250,11 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     m->predictor_ms_f = s.predictor_ms / nf;
     m->decode_ms = no_audio ? NAN : s.decode_ms;
     m->decode_ms_f = no_audio ? NAN : s.decode_ms / nf;
+    const int gpu = info.backend != QTTS_BACKEND_CPU;
+    m->gpu_prefill_ms = gpu ? s.gpu_prefill_ms : NAN;
+    m->gpu_talker_ms_f = gpu ? s.gpu_talker_ms / nf : NAN;
+    m->gpu_predictor_ms_f = gpu ? s.gpu_predictor_ms / nf : NAN;
+    m->gpu_sampling_ms_f = gpu ? s.gpu_sampling_ms / nf : NAN;
     m->rss_over_weights = info.weight_bytes_in_use > 0 && m->peak_rss_mib > 0
                               ? m->peak_rss_mib * 1048576.0 / (double)info.weight_bytes_in_use
                               : NAN;

@@ -39,6 +39,8 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
     o->n_threads = 1;
     o->weights = QTTS_WEIGHTS_NATIVE;
     o->predictor_weights = QTTS_WEIGHTS_DEFAULT;
+    o->backend = -1;
+    o->device = -1;
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -146,6 +148,15 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--cp-top-k")) { NEED(); rc = parse_int(a, v, 0, 1 << 20, &o->cp_top_k); o->set_cp_top_k = 1; }
         else if (!strcmp(a, "--cp-top-p")) { NEED(); rc = parse_float(a, v, 1e-6f, 1, &o->cp_top_p); o->set_cp_top_p = 1; }
         else if (!strcmp(a, "--max-new-tokens")) { NEED(); rc = parse_int(a, v, 1, 1 << 20, &o->max_new_tokens); }
+        else if (!strcmp(a, "--backend")) {
+            NEED();
+            o->backend = qtts_backend_from_name(v);
+            if (o->backend < 0) {
+                fprintf(stderr, "qtts: --backend must be cpu or vulkan, got \"%s\"\n", v);
+                return EXIT_USAGE;
+            }
+        }
+        else if (!strcmp(a, "--device")) { NEED(); rc = parse_int(a, v, 0, 1023, &o->device); }
         else if (!strcmp(a, "--threads")) { NEED(); rc = parse_int(a, v, 1, 1024, &o->n_threads); }
         else if (!strcmp(a, "--newline-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->newline_id); }
         else if (!strcmp(a, "--user-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->user_id); }
@@ -196,6 +207,11 @@ static int read_all(FILE *f, const char *what, char **out) {
     b[n] = 0;
     *out = b;
     return 0;
+}
+
+void cli_apply_backend(const cli_opts *o, qtts_model_params *mp) {
+    if (o->backend >= 0) mp->backend = (qtts_backend)o->backend;
+    if (o->device >= 0) mp->device = o->device;
 }
 
 int cli_read_text(const cli_opts *o, char **text) {

@@ -56,10 +56,16 @@ typedef struct cli_opts {
     int quiet;
     int alt_regex;
     int no_huge_pages;       /* 1: qtts_model_params.huge_pages = 0 */
+    int backend;             /* qtts_backend from --backend; -1 = not given (the library default,
+                                which honours QTTS_BACKEND) */
+    int device;              /* --device N; -1 = not given (default 0 or QTTS_DEVICE) */
 } cli_opts;
 
 /* Parse argv[first..argc) into o. Returns 0 or an exit code (message printed). */
 int cli_parse(int argc, char **argv, int first, cli_opts *o);
+
+/* Apply --backend / --device to mp (only those given). */
+void cli_apply_backend(const cli_opts *o, qtts_model_params *mp);
 
 /* Read the text to speak according to o (literal, file or stdin): malloc'ed. */
 int cli_read_text(const cli_opts *o, char **text);

@@ -80,6 +80,7 @@ int cmd_decode(int argc, char **argv, int first) {
     }
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o.n_threads;
+    cli_apply_backend(&o, &mp);
     mp.huge_pages = !o.no_huge_pages;
     mp.load_codec = 1;
     qtts_model *m = NULL;

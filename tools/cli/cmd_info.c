@@ -1,4 +1,5 @@
-/* qtts voices / qtts info: describe a checkpoint folder. */
+/* qtts voices / qtts info: describe a checkpoint folder, and with --backend
+ * the compute devices of that backend (qtts_backend_devices). */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 static qtts_model *load_quiet(const char *dir, const cli_opts *o, int *rc) {
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o->n_threads;
+    cli_apply_backend(o, &mp);
     mp.weights = (qtts_weight_type)o->weights;
     mp.predictor_weights = (qtts_weight_type)o->predictor_weights;
     qtts_model *m = NULL;
@@ -63,13 +65,54 @@ static void show_file(const char *dir, const char *name) {
     else printf("  %-40s missing\n", name);
 }
 
+/* The devices of backend b, one block each. Returns 0 or an exit code. */
+static int show_devices(qtts_backend b) {
+    enum { MAX_DEVICES = 16 };
+    qtts_device_info dev[MAX_DEVICES];
+    int n = 0;
+    char err[1024] = "";
+    qtts_status st = qtts_backend_devices(b, dev, MAX_DEVICES, &n, err, sizeof err);
+    if (st) {
+        fprintf(stderr, "qtts info: backend %s: %s\n", qtts_backend_name(b), err[0] ? err : qtts_status_str(st));
+        return cli_exit_code(st);
+    }
+    printf("backend:         %s, %d device%s\n", qtts_backend_name(b), n, n == 1 ? "" : "s");
+    for (int i = 0; i < n && i < MAX_DEVICES; i++) {
+        const qtts_device_info *d = &dev[i];
+        printf("device %d:\n", i);
+        printf("  name:          %s\n", d->name);
+        printf("  type:          %s\n", d->type);
+        if (b == QTTS_BACKEND_CPU) { /* the host: nothing of a GPU's to show */
+            printf("  usable:        %s%s\n", d->usable ? "yes" : "no: ", d->usable ? "" : d->why_not);
+            continue;
+        }
+        printf("  driver:        %s\n", d->driver);
+        printf("  api version:   %u.%u.%u\n", (d->api_version >> 22) & 0x7Fu, (d->api_version >> 12) & 0x3FFu,
+               d->api_version & 0xFFFu);
+        printf("  memory:        %.2f GiB\n", d->memory_bytes / 1073741824.0);
+        printf("  subgroup size: %u\n", d->subgroup_size);
+        printf("  int8 dot:      %s\n", d->int8_dot ? "yes" : "no");
+        printf("  fp16:          %s\n", d->fp16 ? "yes" : "no");
+        printf("  int8 storage:  %s\n", d->int8_storage ? "yes" : "no");
+        printf("  max buffer:    %.0f MiB (largest binding)\n", d->max_buffer_range / 1048576.0);
+        printf("  usable:        %s%s\n", d->usable ? "yes" : "no: ", d->usable ? "" : d->why_not);
+    }
+    if (n > MAX_DEVICES) printf("(%d more devices not shown)\n", n - MAX_DEVICES);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv, int first) {
     cli_opts o;
     int rc = cli_parse(argc, argv, first, &o);
     if (rc) return rc < 0 ? 0 : rc;
-    if (!o.model_dir) {
-        fprintf(stderr, "qtts info: needs --model DIR\n");
+    if (!o.model_dir && o.backend < 0) {
+        fprintf(stderr, "qtts info: needs --model DIR or --backend cpu|vulkan\n");
         return EXIT_USAGE;
+    }
+    if (o.backend >= 0) {
+        if ((rc = show_devices((qtts_backend)o.backend))) return rc;
+        if (!o.model_dir) return 0;
+        printf("\n");
     }
     qtts_model *m = load_quiet(o.model_dir, &o, &rc);
     if (!m) return rc;
@@ -89,6 +132,12 @@ int cmd_info(int argc, char **argv, int first) {
     printf("weights in use:  %.1f MiB (each matrix, table and the codec decoder once; codec %.1f)\n",
            in.weight_bytes_in_use / 1048576.0, in.codec_bytes / 1048576.0);
     printf("kernels:         %s, %d thread(s)\n", in.kernels, in.n_threads);
+    if (in.backend == QTTS_BACKEND_CPU) printf("backend:         cpu\n");
+    else
+        printf("backend:         %s, device %s (driver %s)\n", qtts_backend_name(in.backend),
+               in.device_name ? in.device_name : "?", in.device_driver ? in.device_driver : "?");
+    printf("device memory:   %.1f MiB allocated, %.1f MiB reserved%s\n", in.device_bytes_allocated / 1048576.0,
+           in.device_bytes_reserved / 1048576.0, in.backend == QTTS_BACKEND_CPU ? " (none on the CPU backend)" : "");
     printf("tokenizer:       %s\n", in.has_tokenizer ? "yes" : "no (text must be given as ids)");
     printf("speaker encoder: %s\n", in.has_speaker_encoder ? "yes" : "no");
     printf("files:\n");

@@ -281,6 +281,7 @@ int cmd_script(int argc, char **argv, int first) {
     for (int m = 0; m < o.n_models; m++) {
         qtts_model_params mp = qtts_model_default_params();
         mp.n_threads = o.n_threads;
+        cli_apply_backend(&o, &mp);
         mp.weights = (qtts_weight_type)o.weights;
         mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
         mp.huge_pages = !o.no_huge_pages;

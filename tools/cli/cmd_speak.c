@@ -133,6 +133,7 @@ int cmd_speak(int argc, char **argv, int first) {
 
     qtts_model_params mp = qtts_model_default_params();
     mp.n_threads = o.n_threads;
+    cli_apply_backend(&o, &mp);
     mp.weights = (qtts_weight_type)o.weights;
     mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
     mp.tokenizer_alt_regex = o.alt_regex;

@@ -16,6 +16,7 @@ int cmd_tokenize(int argc, char **argv, int first) {
     if ((rc = cli_read_text(&o, &text))) return rc;
     qtts_model_params mp = qtts_model_default_params();
     mp.load_codec = 0;
+    cli_apply_backend(&o, &mp);
     mp.tokenizer_alt_regex = o.alt_regex;
     qtts_model *m = NULL;
     char err[1024];

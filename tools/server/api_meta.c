@@ -36,6 +36,9 @@ enum MHD_Result api_ready(http_req *r) {
 }
 
 enum MHD_Result api_metrics(http_req *r) {
+    qtts_model_info info; /* device memory now: contexts come and go with the slots */
+    qtts_model_get_info(r->srv->model, &info);
+    metrics_set_device_bytes(r->srv->mx, (long long)info.device_bytes_allocated, (long long)info.device_bytes_reserved);
     char *txt = metrics_render(r->srv->mx);
     if (!txt) return MHD_NO;
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_FREE);

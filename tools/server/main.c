@@ -24,6 +24,9 @@ static void usage(void) {
         "  --threads N                compute threads (default: all CPUs)\n"
         "  --weights native|q8|q4     talker and code-predictor matrices in memory: as stored (BF16), int8 or\n"
         "                             int4 blocks quantised at load (default native)\n"
+        "  --backend cpu|vulkan       where the language model runs (default: cpu, or $QTTS_BACKEND); the codec\n"
+        "                             decoder runs on the CPU either way (see qtts info --backend vulkan)\n"
+        "  --device N                 the backend's device index (default 0, or $QTTS_DEVICE)\n"
         "network:\n"
         "  --host ADDR                address to bind (default 127.0.0.1: this machine only)\n"
         "  --port N                   TCP port (default 8000; 0 = any free port)\n"
@@ -85,7 +88,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--loadgen")) return loadgen_main(argc, argv);
     server_config cfg = server_default_config();
     cfg.max_frames = 4096;
-    const char *model_dir = NULL, *port_file = NULL, *weights = "native";
+    const char *model_dir = NULL, *port_file = NULL, *weights = "native", *backend = NULL;
+    long device = -1; /* -1: the library default */
     long n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
     const long n_cpus = n_threads;
@@ -137,6 +141,8 @@ int main(int argc, char **argv) {
         STR_OPT("--host", cfg.host)
         STR_OPT("--port-file", port_file)
         STR_OPT("--weights", weights)
+        STR_OPT("--backend", backend)
+        INT_OPT("--device", 0, 1023, device)
         STR_OPT("--api-key", cfg.api_key)
         STR_OPT("--cors-origin", cfg.cors_origin)
         STR_OPT("--voices-dir", cfg.voices_dir)
@@ -200,6 +206,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "qtts-server: --weights must be native, q8 or q4 (got '%s')\n", weights);
         return 2;
     }
+    if (backend) {
+        const int b = qtts_backend_from_name(backend);
+        if (b < 0) {
+            fprintf(stderr, "qtts-server: --backend must be cpu or vulkan (got '%s')\n", backend);
+            return 2;
+        }
+        mp.backend = (qtts_backend)b;
+    }
+    if (device >= 0) mp.device = (int)device;
     mp.log = log_cb;
     mp.log_user = &cfg;
     char err[1024];
@@ -216,9 +231,12 @@ int main(int argc, char **argv) {
     }
     qtts_model_info info;
     qtts_model_get_info(m, &info);
-    srv_log(NULL, 2, "serving %s (%s %s, %s weights, %s kernels, %d threads) on http://%s:%d with %d slots, queue %d",
-            cfg.model_name, info.type_name, info.size_name, info.talker_format, info.kernels, info.n_threads, cfg.host,
-            server_port(s), cfg.n_slots, cfg.queue_depth);
+    srv_log(NULL, 2,
+            "serving %s (%s %s, %s weights, %s kernels, %d threads, backend %s on %s) on http://%s:%d with %d slots, "
+            "queue %d",
+            cfg.model_name, info.type_name, info.size_name, info.talker_format, info.kernels, info.n_threads,
+            qtts_backend_name(info.backend), info.device_name ? info.device_name : "?", cfg.host, server_port(s),
+            cfg.n_slots, cfg.queue_depth);
     if (port_file) {
         char tmp[PATH_MAX];
         snprintf(tmp, sizeof tmp, "%s.tmp", port_file);

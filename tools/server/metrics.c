@@ -40,6 +40,8 @@ struct metrics {
     unsigned long long n_prefill, prompt_pos, prompt_reused;
     int queue_depth, active, slots, ready, warm_slots;
     char info[512];
+    char backend_labels[640];          /* backend="...",device="..." (escaped) */
+    long long device_allocated, device_reserved;
 };
 
 metrics *metrics_new(void) {
@@ -167,6 +169,35 @@ void metrics_set_info(metrics *m, const char *labels) {
     pthread_mutex_unlock(&m->mu);
 }
 
+/* a label value in the exposition format: \\ \" and \n escaped */
+static void put_label_value(char *out, size_t n, const char *v) {
+    size_t k = 0;
+    for (; v && *v && k + 3 < n; v++) {
+        if (*v == '\\' || *v == '"') out[k++] = '\\', out[k++] = *v;
+        else if (*v == '\n') out[k++] = '\\', out[k++] = 'n';
+        else out[k++] = *v;
+    }
+    if (n) out[k < n ? k : n - 1] = 0;
+}
+
+void metrics_set_backend(metrics *m, const char *backend, const char *device) {
+    if (!m) return;
+    char b[64], d[512];
+    put_label_value(b, sizeof b, backend);
+    put_label_value(d, sizeof d, device);
+    pthread_mutex_lock(&m->mu);
+    snprintf(m->backend_labels, sizeof m->backend_labels, "backend=\"%s\",device=\"%s\"", b, d);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_set_device_bytes(metrics *m, long long allocated, long long reserved) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->device_allocated = allocated;
+    m->device_reserved = reserved;
+    pthread_mutex_unlock(&m->mu);
+}
+
 typedef struct sbuf {
     char *p;
     size_t n, cap;
@@ -216,6 +247,14 @@ char *metrics_render(metrics *m) {
     pthread_mutex_lock(&m->mu);
     if (m->info[0])
         put(&b, "# HELP qtts_info The model and build being served.\n# TYPE qtts_info gauge\nqtts_info{%s} 1\n", m->info);
+    if (m->backend_labels[0])
+        put(&b, "# HELP qtts_backend_info Where the language model runs: the backend and its device.\n"
+                "# TYPE qtts_backend_info gauge\nqtts_backend_info{%s} 1\n", m->backend_labels);
+    put(&b, "# HELP qtts_device_bytes_allocated Device memory in use by the model's and its contexts' buffers "
+            "(0 on the CPU backend).\n# TYPE qtts_device_bytes_allocated gauge\nqtts_device_bytes_allocated %lld\n"
+            "# HELP qtts_device_bytes_reserved Device memory allocations the model holds (>= allocated; 0 on the CPU "
+            "backend).\n# TYPE qtts_device_bytes_reserved gauge\nqtts_device_bytes_reserved %lld\n",
+        m->device_allocated, m->device_reserved);
     put(&b, "# HELP qtts_requests_total HTTP requests answered, by endpoint and status code.\n"
             "# TYPE qtts_requests_total counter\n");
     for (int i = 0; i < m->n_req; i++)

@@ -33,6 +33,12 @@ void metrics_set_ready(metrics *m, int ready);
 void metrics_set_warm_slots(metrics *m, int n);
 /* Labels of the qtts_info gauge, e.g. model="x",kernels="avx512" (copied). */
 void metrics_set_info(metrics *m, const char *labels);
+/* The qtts_backend_info gauge's labels: the backend's name and its device's
+ * (copied; quotes, backslashes and newlines escaped). */
+void metrics_set_backend(metrics *m, const char *backend, const char *device);
+/* Device memory of the model and its contexts, as qtts_model_info gives it
+ * (0 on the CPU backend). */
+void metrics_set_device_bytes(metrics *m, long long allocated, long long reserved);
 
 /* Render everything; returns a malloc'ed NUL-terminated string (caller frees). */
 char *metrics_render(metrics *m);

@@ -116,6 +116,10 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
                  s->info.predictor_format, s->info.kernels, s->info.n_threads, cfg->n_slots, cfg->decode_threads,
                  cfg->lend_thread);
         metrics_set_info(s->mx, info);
+        metrics_set_backend(s->mx, qtts_backend_name(s->info.backend),
+                            s->info.device_name ? s->info.device_name : "");
+        metrics_set_device_bytes(s->mx, (long long)s->info.device_bytes_allocated,
+                                 (long long)s->info.device_bytes_reserved);
     }
     sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
                        .warmup = cfg->warmup, .decode_threads = cfg->decode_threads,
