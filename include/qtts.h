@@ -341,7 +341,9 @@ typedef struct qtts_stats {
     double prefill_ms;       /* prompt building + talker prefill */
     double talker_ms;        /* talker steps incl. codec_head and sampling (not the time
                                 spent in on_frame callbacks, e.g. inline decoding) */
-    double predictor_ms;     /* code predictor (15 codebooks per frame) */
+    double predictor_ms;     /* code predictor (15 codebooks per frame). On a GPU backend a frame
+                                is one submission: its wall time is split between talker_ms and
+                                predictor_ms in the proportion of the device's phase times */
     double decode_ms;        /* codec decoder */
     double first_audio_ms;   /* from the call to the first PCM chunk (qtts_synthesize) */
     int n_chunks;            /* PCM chunks delivered */

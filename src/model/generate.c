@@ -387,8 +387,26 @@ static lmv_trace vulkan_trace(const gen_trace *tr, qtts_context *c) {
     return t;
 }
 
-/* gen_begin's prefill on the Vulkan device (the prompt is built). */
-static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, qtts_error *e) {
+/* Keep the first nv rows of the prompt (its voice prefix) for the next
+ * request's reuse check; returns the rows kept (0 without memory for them:
+ * then there is just no reuse). */
+static int keep_voice_rows(qtts_context *c, int nv) {
+    const int H = c->model->cfg.talker.hidden;
+    int keep_rows = c->params.reuse_voice_prefix ? nv : 0;
+    if (keep_rows > c->voice_rows_cap) {
+        float *vr = realloc(c->voice_rows, sizeof(float) * (size_t)keep_rows * H);
+        if (vr) {
+            c->voice_rows = vr;
+            c->voice_rows_cap = keep_rows;
+        } else keep_rows = 0;
+    }
+    if (keep_rows > 0) memcpy(c->voice_rows, c->gs.pr.embeds, sizeof(float) * (size_t)keep_rows * H);
+    return keep_rows;
+}
+
+/* gen_begin's prefill on the Vulkan device (the prompt is built): positions
+ * [reuse, P), the device cache keeping [0, reuse) from the last prompt. */
+static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int reuse, qtts_error *e) {
     gen_state *g = &c->gs;
     /* frames this generation can make: the device caches are sized for them */
     int frames = g->max_new;
@@ -396,12 +414,12 @@ static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, qtt
     if (c->params.n_ctx - P + 1 < frames) frames = c->params.n_ctx - P + 1;
     const lmv_request q = {g->pr.embeds, P, g->pr.queue, g->pr.n_queue, g->pr.tts_pad, frames, &g->p.talker,
                            &g->p.predictor, g->p.seed, g->forced > 0, g->p.teacher_codes,
-                           g->p.teacher_codes ? g->p.n_teacher_frames : 0};
+                           g->p.teacher_codes ? g->p.n_teacher_frames : 0, reuse};
     const lmv_trace lt = vulkan_trace(tr, c);
     double gpu_ms = 0;
     qtts_status s = lmv_prefill(c->lmv, &q, tr ? &lt : NULL, &gpu_ms, e);
     c->stats.gpu_prefill_ms += gpu_ms;
-    c->n_voice_rows = 0;
+    c->stats.n_prompt_reused = s ? 0 : reuse;
     return s;
 }
 
@@ -446,12 +464,23 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
         prompt_free(&g->pr);
         return err_set(e, QTTS_ERR_LIMIT, "the prompt has %d positions; the context holds %d", P, c->params.n_ctx);
     }
+    /* positions [0, L) as the last prompt left them (never the last row: its
+     * hidden state is needed; never with a trace, which sees every row) */
+    int L = 0;
+    const int nv = g->pr.n_voice < P ? g->pr.n_voice : P - 1;
+    if (c->params.reuse_voice_prefix && !tr)
+        while (L < nv && L < c->n_voice_rows &&
+               !memcmp(c->voice_rows + (size_t)L * H, g->pr.embeds + (size_t)L * H, sizeof(float) * H))
+            L++;
+    c->n_voice_rows = 0; /* the cache below changes: valid again after the prefill */
     if (c->lmv) {
-        s = begin_vulkan(c, tr, P, e);
+        const int keep_rows = keep_voice_rows(c, nv);
+        s = begin_vulkan(c, tr, P, L, e);
         if (s) {
             prompt_free(&g->pr);
             return s;
         }
+        c->n_voice_rows = keep_rows;
         c->stats.n_prompt = P;
         c->stats.prefill_ms += now_ms() - t_start;
         g->on_frame = on_frame;
@@ -463,15 +492,6 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     /* reserve the prompt + headroom; the decode grows the cache geometrically */
     const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
     const int first = P + 256 < need ? P + 256 : need;
-    /* positions [0, L) as the last prompt left them (never the last row: its
-     * hidden state is needed; never with a trace, which sees every row) */
-    int L = 0;
-    const int nv = g->pr.n_voice < P ? g->pr.n_voice : P - 1;
-    if (c->params.reuse_voice_prefix && !tr)
-        while (L < nv && L < c->n_voice_rows &&
-               !memcmp(c->voice_rows + (size_t)L * H, g->pr.embeds + (size_t)L * H, sizeof(float) * H))
-            L++;
-    c->n_voice_rows = 0; /* the cache below changes: valid again after the prefill */
     tf_row *rows = malloc(sizeof(tf_row) * P);
     if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
     if (!s) s = ensure_cache(c, first, L, e); /* a new request: only the reused prefix to keep */
@@ -483,16 +503,8 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
         return s;
     }
     /* keep this prompt's voice rows for the next one (before the prefill
-     * overwrites them; without memory for them there is just no reuse) */
-    int keep_rows = c->params.reuse_voice_prefix ? nv : 0;
-    if (keep_rows > c->voice_rows_cap) {
-        float *vr = realloc(c->voice_rows, sizeof(float) * (size_t)keep_rows * H);
-        if (vr) {
-            c->voice_rows = vr;
-            c->voice_rows_cap = keep_rows;
-        } else keep_rows = 0;
-    }
-    if (keep_rows > 0) memcpy(c->voice_rows, g->pr.embeds, sizeof(float) * (size_t)keep_rows * H);
+     * overwrites them) */
+    const int keep_rows = keep_voice_rows(c, nv);
     sampler_seed(&c->rng, p->seed);
     for (int i = L; i < P; i++) rows[i - L] = (tf_row){&c->cache, i};
     tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds + (size_t)L * H, P - L,
@@ -583,7 +595,11 @@ static void gen_step_vulkan(qtts_context **cs, int n) {
         const lmv_trace lt = vulkan_trace(c->trace, c);
         qtts_status st = lmv_frame(c->lmv, c->trace ? &lt : NULL, fr, agree, &t, &g->err);
         const double t1 = now_ms();
-        c->stats.talker_ms += t1 - t0; /* the whole frame: one submission */
+        /* one submission: its wall time split in the proportion of the
+           device's phase times (all of it to the talker without timestamps) */
+        const double gpu = t.talker + t.predictor + t.sampling, share = gpu > 0 ? t.predictor / gpu : 0;
+        c->stats.predictor_ms += (t1 - t0) * share;
+        c->stats.talker_ms += (t1 - t0) * (1 - share);
         c->stats.gpu_talker_ms += t.talker;
         c->stats.gpu_predictor_ms += t.predictor;
         c->stats.gpu_sampling_ms += t.sampling;

@@ -129,6 +129,11 @@ static int small_add(small_vec *s, const float *x, int n, uint32_t *off) {
 }
 
 static qtts_status upload_bytes(vk_dev *d, vk_buf *b, const void *src, size_t n, qtts_error *e) {
+    const int64_t range = vk_dev_info(d)->max_buffer_range;
+    if (range > 0 && (int64_t)n > range)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "a tensor of %.1f MiB exceeds the device's largest storage binding (%.1f MiB)",
+                       n / 1048576.0, range / 1048576.0);
     qtts_status s = vk_buf_alloc(d, b, n ? n : 4, 0, e);
     if (!s && n) s = vk_buf_upload(d, b, 0, src, n, e);
     return s;
@@ -587,7 +592,9 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
 
 /* ------------------------------------------------------------ requests */
 
-static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, qtts_error *e) {
+/* Room for `rows` prefill rows and `cap` cache positions; a grown cache
+ * keeps the first `keep` positions of every layer. */
+static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, int keep, qtts_error *e) {
     lmv_model *v = s->v;
     vk_dev *d = v->dev;
     const tf_config *tc = &v->talker.cfg;
@@ -597,27 +604,47 @@ static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, qtts_error 
         if ((st = act_init(d, &s->ta, tc, rows, e))) return st;
         s->frame_ok = 0;
     }
-    if (cap > s->cap) {
-        if (cap < s->cap + s->cap / 2) cap = s->cap + s->cap / 2;
-        vk_buf_free(d, &s->kc);
-        vk_buf_free(d, &s->vc);
-        vk_buf_free(d, &s->rope);
-        s->cap = 0;
-        const size_t kv = (size_t)tc->n_layers * cap * tc->n_kv_heads * tc->head_dim;
-        if ((st = vk_buf_alloc(d, &s->kc, sizeof(float) * kv, 0, e)) ||
-            (st = vk_buf_alloc(d, &s->vc, sizeof(float) * kv, 0, e)))
-            return st;
-        const int hd = tc->head_dim;
-        float *t = malloc(sizeof(float) * hd * (size_t)cap);
-        if (!t) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-        for (int p = 0; p < cap; p++) ops_rope_angles(t + (size_t)p * hd, hd, p, v->m->talker.tf.inv_freq);
-        st = upload_bytes(d, &s->rope, t, sizeof(float) * hd * (size_t)cap, e);
-        free(t);
-        if (st) return st;
-        s->cap = cap;
-        s->frame_ok = 0;
+    if (cap <= s->cap) return QTTS_OK;
+    if (cap < s->cap + s->cap / 2) cap = s->cap + s->cap / 2;
+    const size_t kvd = (size_t)tc->n_kv_heads * tc->head_dim, kv = (size_t)tc->n_layers * cap * kvd;
+    vk_buf kc = {0}, vc = {0}, rope = {0};
+    if ((st = vk_buf_alloc(d, &kc, sizeof(float) * kv, 0, e)) || (st = vk_buf_alloc(d, &vc, sizeof(float) * kv, 0, e)))
+        goto fail;
+    const int hd = tc->head_dim;
+    float *t = malloc(sizeof(float) * hd * (size_t)cap);
+    if (!t) {
+        st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        goto fail;
     }
+    for (int p = 0; p < cap; p++) ops_rope_angles(t + (size_t)p * hd, hd, p, v->m->talker.tf.inv_freq);
+    st = upload_bytes(d, &rope, t, sizeof(float) * hd * (size_t)cap, e);
+    free(t);
+    if (st) goto fail;
+    if (keep > s->cap) keep = s->cap;
+    if (keep > 0) { /* each layer's first positions into the new layout */
+        if ((st = vk_cmd_begin(s->aux, e))) goto fail;
+        for (int l = 0; l < tc->n_layers; l++) {
+            const size_t src = sizeof(float) * (size_t)l * s->cap * kvd, dst = sizeof(float) * (size_t)l * cap * kvd;
+            vk_cmd_copy(s->aux, &s->kc, src, &kc, dst, sizeof(float) * keep * kvd);
+            vk_cmd_copy(s->aux, &s->vc, src, &vc, dst, sizeof(float) * keep * kvd);
+        }
+        if ((st = vk_cmd_end(s->aux, e)) || (st = vk_cmd_submit(s->aux, e)) || (st = vk_cmd_wait(s->aux, e)))
+            goto fail;
+    }
+    vk_buf_free(d, &s->kc);
+    vk_buf_free(d, &s->vc);
+    vk_buf_free(d, &s->rope);
+    s->kc = kc;
+    s->vc = vc;
+    s->rope = rope;
+    s->cap = cap;
+    s->frame_ok = 0;
     return QTTS_OK;
+fail:
+    vk_buf_free(d, &kc);
+    vk_buf_free(d, &vc);
+    vk_buf_free(d, &rope);
+    return st;
 }
 
 qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr, double *gpu_ms, qtts_error *e) {
@@ -625,8 +652,9 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     vk_dev *d = v->dev;
     const int H = v->talker.cfg.hidden, G = v->n_groups + 1, P = q->n_pos;
     *gpu_ms = 0;
+    const int L = q->reuse > 0 && q->reuse < P ? q->reuse : 0, n = P - L;
     const int cap = P + (q->max_frames > 0 ? q->max_frames : 1) + 1;
-    qtts_status st = ensure_capacity(s, cap, P > 2 ? P : 2, e);
+    qtts_status st = ensure_capacity(s, cap, n > 2 ? n : 2, L, e);
     if (st) return st;
     /* request buffers */
     if (q->n_queue + 1 > s->queue_rows) {
@@ -662,7 +690,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     words[VK_ST_SEED_HI] = (uint32_t)(q->seed >> 32);
     if ((st = vk_buf_upload(d, &s->st, 0, words, sizeof words, e)) ||
         (st = vk_buf_fill(d, &s->seen, 0, sizeof(uint32_t) * v->talker.cfg.vocab, 0, e)) ||
-        (st = vk_buf_upload(d, &s->ta.x, 0, q->embeds, sizeof(float) * H * (size_t)P, e)))
+        (st = vk_buf_upload(d, &s->ta.x, 0, q->embeds + (size_t)L * H, sizeof(float) * H * (size_t)n, e)))
         return st;
     /* the frame's recording depends on the sampling parameters and the queue length */
     if (s->frame_ok && (memcmp(&s->sp_talker, q->talker, sizeof s->sp_talker) ||
@@ -684,9 +712,9 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         return st;
     }
     vk_cmd_timestamp(s->aux, 0);
-    fwd_pos fp = {0, 0, &s->kc, &s->vc, &s->rope, s->cap};
-    forward(&r, &v->talker, &s->ta, P, &fp, tr, layer_buf);
-    rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(P - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
+    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, s->cap};
+    forward(&r, &v->talker, &s->ta, n, &fp, tr, layer_buf);
+    rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(n - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     vk_cmd_timestamp(s->aux, 1);
     free(layer_buf);
     if (r.err) return r.err;

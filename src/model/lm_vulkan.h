@@ -60,6 +60,8 @@ typedef struct lmv_request {
     int ban_eos;           /* 1: EOS banned at every step (forced frames) */
     const int32_t *teacher;/* [n_teacher][G] or NULL */
     int n_teacher;
+    int reuse;             /* leading positions whose K/V the stream's cache holds from its
+                              last prompt (the same rows): the prefill starts after them */
 } lmv_request;
 
 /* Prefill the prompt (positions 0..n_pos-1) and set up the generation. */

@@ -58,7 +58,7 @@ typedef struct vk_pc_matmul {
     uint32_t x_off, x_stride, y_off, y_stride;
     uint32_t bias_off, flags;
 } vk_pc_matmul;
-#define VK_MATVEC_ROWS 4
+#define VK_MATVEC_ROWS 8
 #define VK_MATVEC_MAX_N 8
 #define VK_MATMUL_TM 32
 #define VK_MATMUL_TN 32

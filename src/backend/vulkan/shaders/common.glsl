@@ -61,8 +61,9 @@ uint vk_float_key(float x) {
 /* vk_pc_matmul.flags */
 const uint VK_MM_BIAS = 1u;
 const uint VK_MM_ACC = 2u;
-/* weight rows per matvec workgroup, x rows kept in registers per pass */
-#define VK_MATVEC_ROWS 4
+/* weight rows per matvec workgroup; the host takes matvec for n up to
+ * VK_MATVEC_MAX_N x rows (the shader itself takes any n) */
+#define VK_MATVEC_ROWS 8
 #define VK_MATVEC_MAX_N 8
 /* matmul tile: weight rows x x rows per workgroup */
 #define VK_MATMUL_TM 32

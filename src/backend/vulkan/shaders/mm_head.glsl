@@ -12,6 +12,10 @@
  *                      the weights of row r at columns mm_ca(j) + 0..3 (wa)
  *                      and mm_ca(j) + MM_CB_OFF + 0..3 (wb) as f32; columns
  *                      >= cols give finite values (0 where the data ends)
+ *   uint mm_nfast()    chunks 0 .. mm_nfast() - 1 lie wholly inside the
+ *                      columns and mm_load_fast may read them (0: none)
+ *   void mm_load_fast(r, j, out vec4 wa, out vec4 wb)
+ *                      mm_load for j < mm_nfast(), without the guards
  * A chunk is 8 weights that one thread reads with one or two wide loads;
  * chunks 4 s .. 4 s + 3 cover exactly the columns [32 s, 32 s + 32). */
 

@@ -2,7 +2,9 @@
  * Binding 0: uint16 W[rows][cols] (bf16 bits: value = bits << 16 as f32),
  * row-major, no padding. Chunk j of a row is columns 8 j .. 8 j + 7. When
  * cols is a multiple of 8 every row starts 16-byte aligned and a chunk is one
- * uvec4 load; otherwise eight guarded 16-bit loads. */
+ * uvec4 load; otherwise eight guarded 16-bit loads. mm_nfast /
+ * mm_load_fast: the chunks wholly inside the row when rows are 16-byte
+ * aligned, one unguarded uvec4 load. */
 layout(binding = 0) readonly buffer w_bf16 { uint16_t W[]; };
 layout(binding = 0) readonly buffer w_bf16x8 { uvec4 W8[]; };
 
@@ -12,6 +14,14 @@ uint mm_nchunks() { return (pc.cols + 7u) / 8u; }
 uint mm_ca(uint j) { return 8u * j; }
 
 vec2 bf16x2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBitsToFloat(u & 0xffff0000u)); }
+
+uint mm_nfast() { return (pc.cols & 7u) == 0u ? pc.cols / 8u : 0u; }
+
+void mm_load_fast(uint r, uint j, out vec4 wa, out vec4 wb) {
+    const uvec4 u = W8[(r * pc.cols) / 8u + j];
+    wa = vec4(bf16x2(u.x), bf16x2(u.y));
+    wb = vec4(bf16x2(u.z), bf16x2(u.w));
+}
 
 void mm_load(uint r, uint j, out vec4 wa, out vec4 wb) {
     const uint c = 8u * j;

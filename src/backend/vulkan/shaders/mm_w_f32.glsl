@@ -2,7 +2,8 @@
  * Binding 0: float W[rows][cols], row-major, no padding. Chunk j of a row is
  * columns 8 j .. 8 j + 7. When cols is a multiple of 4 every row starts
  * 16-byte aligned and a chunk is two vec4 loads; otherwise eight guarded
- * scalar loads. */
+ * scalar loads. mm_nfast / mm_load_fast: the chunks wholly inside the row
+ * when rows are 16-byte aligned, two unguarded vec4 loads. */
 layout(binding = 0) readonly buffer w_f32 { float W[]; };
 layout(binding = 0) readonly buffer w_f32x4 { vec4 W4[]; };
 
@@ -10,6 +11,14 @@ layout(binding = 0) readonly buffer w_f32x4 { vec4 W4[]; };
 
 uint mm_nchunks() { return (pc.cols + 7u) / 8u; }
 uint mm_ca(uint j) { return 8u * j; }
+
+uint mm_nfast() { return (pc.cols & 3u) == 0u ? pc.cols / 8u : 0u; }
+
+void mm_load_fast(uint r, uint j, out vec4 wa, out vec4 wb) {
+    const uint q = (r * pc.cols) / 4u + 2u * j;
+    wa = W4[q];
+    wb = W4[q + 1u];
+}
 
 void mm_load(uint r, uint j, out vec4 wa, out vec4 wb) {
     const uint c = 8u * j;

@@ -5,7 +5,9 @@
  * 32 b + 16 + k in its high nibble; binding 1: f16 scales d and binding 2:
  * f16 mins m, [rows][kpad/32] as uint16; w = d * q + m. Chunk j of a row is
  * the word of bytes 4 j .. 4 j + 3: columns 32 b + 4 (j % 4) + 0..3 (low
- * nibbles) and the same + 16 (high nibbles), b = j / 4. */
+ * nibbles) and the same + 16 (high nibbles), b = j / 4. mm_nfast: the
+ * chunks of the 32-column blocks wholly inside cols (mm_load_fast is
+ * mm_load). */
 layout(binding = 0) readonly buffer w_q4m { uint W1[]; };
 layout(binding = 1) readonly buffer w_scales { uint16_t D[]; };
 layout(binding = 2) readonly buffer w_mins { uint16_t M[]; };
@@ -14,6 +16,8 @@ layout(binding = 2) readonly buffer w_mins { uint16_t M[]; };
 
 uint mm_nchunks() { return 4u * ((pc.cols + 31u) / 32u); }
 uint mm_ca(uint j) { return 32u * (j / 4u) + 4u * (j % 4u); }
+
+uint mm_nfast() { return 4u * (pc.cols / 32u); }
 
 void mm_load(uint r, uint j, out vec4 wa, out vec4 wb) {
     const uint u = W1[r * (pc.kpad / 8u) + j];
@@ -24,3 +28,5 @@ void mm_load(uint r, uint j, out vec4 wa, out vec4 wb) {
     wa = d * vec4(lo) + m;
     wb = d * vec4(hi) + m;
 }
+
+#define mm_load_fast mm_load
