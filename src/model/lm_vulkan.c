@@ -62,6 +62,9 @@ struct lmv_model {
     lmv_table ce;      /* codec_embedding [V][H] */
     lmv_table *cpe;    /* [n_groups] predictor input tables [Vc][H] */
     vk_buf small;      /* every norm weight and bias, f32 */
+    int dp4;           /* q8/q4 decode products through int8 dot products (quantize_q8 +
+                          matvec_*_dp4: the CPU's int8 arithmetic, bit for bit) */
+    int kpad_max;      /* widest quantised row (for the int8 activation scratch) */
     vk_buf cp_rope;    /* [n_groups + 1][hd_c] the predictor's RoPE rows */
 };
 
@@ -70,6 +73,9 @@ typedef struct lmv_act {
     int rows;
     vk_buf x, xn, q, k, v, att, h1, h2;
 } lmv_act;
+
+/* Frames a request's first cache reservation holds beyond its prompt. */
+#define LMV_FIRST_FRAMES 256
 
 #define Q_FRAME_START 0
 #define Q_HEAD_END 1
@@ -99,11 +105,15 @@ struct lmv_stream {
     vk_buf queue;        /* [n_queue + 1][H]: the text queue, then tts_pad */
     int queue_rows;
     vk_buf rb;           /* host-visible copy of st */
+    vk_buf xq, xs;       /* int8 activations [VK_MATVEC_MAX_N][kpad_max/4] words and their
+                            block scales and sums [2][VK_MATVEC_MAX_N][kpad_max/32] (dp4) */
     vk_cmd *frame;       /* the recorded frame */
     int frame_ok;        /* recorded for the current buffers and request */
     vk_cmd *aux;         /* prefill and traced phases */
     qtts_sampling sp_talker, sp_pred;
     int P, nq;
+    int k;               /* frames submitted since the prefill */
+    int max_pos;         /* positions the request may write (prompt + frames + 1) */
 };
 
 /* ------------------------------------------------------------ upload */
@@ -241,6 +251,20 @@ qtts_status lmv_create(lmv_model **out, const qtts_model *m, int device, qtts_er
     small_vec sv = {0};
     qtts_status s = vk_dev_create(&v->dev, device, e);
     vk_dev *d = v->dev;
+    if (!s) {
+        /* int8 dot products for q8/q4 decode products: where the device
+           accelerates them, or as QTTS_VULKAN_INT8_DOT (0 off, 1 on) says */
+        const char *env = getenv("QTTS_VULKAN_INT8_DOT");
+        v->dp4 = vk_dev_has_int_dot(d) && (env && *env ? atoi(env) != 0 : vk_dev_info(d)->int8_dot);
+        const tf_config *cs[2] = {&m->cfg.talker, &m->cfg.cp};
+        int w = m->cfg.talker.hidden;
+        for (int i = 0; i < 2; i++) {
+            const int dims[3] = {cs[i]->hidden, cs[i]->inter, cs[i]->n_heads * cs[i]->head_dim};
+            for (int j = 0; j < 3; j++)
+                if (dims[j] > w) w = dims[j];
+        }
+        v->kpad_max = qt_kpad(w);
+    }
     if (!s) s = upload_tf(d, &m->talker.tf, &v->talker, &sv, "talker", e);
     if (!s) s = upload_tf(d, &m->cp.tf, &v->cp, &sv, "code predictor", e);
     if (!s) s = upload_mat(d, &m->talker.codec_head, &v->codec_head, "talker codec_head", e);
@@ -352,6 +376,8 @@ qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e) {
     if (!st) st = vk_buf_alloc(d, &s->st, sizeof(uint32_t) * VK_ST_WORDS, 0, e);
     if (!st) st = vk_buf_alloc(d, &s->seen, sizeof(uint32_t) * tc->vocab, 0, e);
     if (!st) st = vk_buf_alloc(d, &s->rb, sizeof(uint32_t) * VK_ST_WORDS, 1, e);
+    if (!st && v->dp4) st = vk_buf_alloc(d, &s->xq, (size_t)VK_MATVEC_MAX_N * v->kpad_max, 0, e);
+    if (!st && v->dp4) st = vk_buf_alloc(d, &s->xs, sizeof(float) * 2 * VK_MATVEC_MAX_N * (v->kpad_max / 32), 0, e);
     if (!st) st = vk_cmd_new(d, &s->frame, e);
     if (!st) st = vk_cmd_new(d, &s->aux, e);
     if (st) {
@@ -370,7 +396,7 @@ void lmv_stream_free(lmv_stream *s) {
     act_free(d, &s->ta);
     act_free(d, &s->ca);
     vk_buf *bs[] = {&s->kc, &s->vc, &s->rope, &s->ckc, &s->cvc, &s->y, &s->logits, &s->cp_in, &s->cp_y,
-                    &s->cp_logits, &s->st, &s->seen, &s->teach, &s->queue, &s->rb};
+                    &s->cp_logits, &s->st, &s->seen, &s->teach, &s->queue, &s->rb, &s->xq, &s->xs};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
     free(s);
 }
@@ -425,6 +451,17 @@ static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const 
                              B(X), B(Y), B(&v->small)};
     char name[32];
     const int vec = n <= VK_MATVEC_MAX_N;
+    if (vec && v->dp4 && (W->fmt == FMT_Q8 || W->fmt == FMT_Q4M)) {
+        lmv_stream *s = r->s;
+        const vk_pc_quantize_q8 qp = {(uint32_t)W->cols, (uint32_t)W->kpad, (uint32_t)n, x_off, (uint32_t)W->cols};
+        const vk_binding qb[3] = {B(X), B(&s->xq), B(&s->xs)};
+        dispatch(r, "quantize_q8", qb, 3, &qp, sizeof qp, CEILDIV(W->kpad / 32, 64), n);
+        const vk_binding db[7] = {B(&W->data), B(W->scales.buf ? &W->scales : NULL), B(W->mins.buf ? &W->mins : NULL),
+                                  B(&s->xq), B(Y), B(&v->small), B(&s->xs)};
+        dispatch(r, W->fmt == FMT_Q8 ? "matvec_q8_dp4" : "matvec_q4m_dp4", db, 7, &pc, sizeof pc,
+                 CEILDIV(W->rows, VK_MATVEC_ROWS), 1);
+        return;
+    }
     snprintf(name, sizeof name, "%s_%s", vec ? "matvec" : "matmul", fmt_suffix[W->fmt]);
     if (vec) dispatch(r, name, b, 6, &pc, sizeof pc, CEILDIV(W->rows, VK_MATVEC_ROWS), 1);
     else dispatch(r, name, b, 6, &pc, sizeof pc, CEILDIV(W->rows, VK_MATMUL_TM), CEILDIV(n, VK_MATMUL_TN));
@@ -653,7 +690,11 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     const int H = v->talker.cfg.hidden, G = v->n_groups + 1, P = q->n_pos;
     *gpu_ms = 0;
     const int L = q->reuse > 0 && q->reuse < P ? q->reuse : 0, n = P - L;
-    const int cap = P + (q->max_frames > 0 ? q->max_frames : 1) + 1;
+    /* the cache holds the prompt and the first frames; the frames grow it
+       geometrically, as the CPU's does (a long request does not reserve
+       its whole length up front) */
+    s->max_pos = P + (q->max_frames > 0 ? q->max_frames : 1) + 1;
+    const int cap = P + LMV_FIRST_FRAMES + 1 < s->max_pos ? P + LMV_FIRST_FRAMES + 1 : s->max_pos;
     qtts_status st = ensure_capacity(s, cap, n > 2 ? n : 2, L, e);
     if (st) return st;
     /* request buffers */
@@ -700,6 +741,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     s->sp_pred = *q->predictor;
     s->nq = q->n_queue;
     s->P = P;
+    s->k = 0;
     /* prefill */
     float *layer_buf = NULL;
     if (tr && tr->on_prefill_layer) {
@@ -728,6 +770,13 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
     const int G = v->n_groups + 1;
     qtts_status st;
     memset(t, 0, sizeof *t);
+    /* this frame's talker step writes position P + k */
+    if (s->P + s->k + 1 > s->cap) {
+        int cap = 2 * s->cap < s->max_pos ? 2 * s->cap : s->max_pos;
+        if (cap < s->P + s->k + 1) cap = s->P + s->k + 1;
+        if ((st = ensure_capacity(s, cap, 0, s->P + s->k, e))) return st;
+    }
+    s->k++;
     const int traced = tr && (tr->on_step_hidden || tr->on_talker_logits || tr->on_cp_inputs || tr->on_cp_logits);
     if (traced) {
         const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab;

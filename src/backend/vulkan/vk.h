@@ -55,6 +55,9 @@ qtts_status vk_list_devices(qtts_device_info *out, int max, int *n, qtts_error *
 qtts_status vk_dev_create(vk_dev **out, int index, qtts_error *e);
 void vk_dev_free(vk_dev *d); /* accepts NULL; waits for the queue first */
 const qtts_device_info *vk_dev_info(const vk_dev *d);
+/* 1 when the device runs packed int8 dot products (VK_KHR_shader_integer_dot_product
+ * enabled; qtts_device_info.int8_dot says whether they are accelerated). */
+int vk_dev_has_int_dot(const vk_dev *d);
 /* Bytes of device memory held by live buffers, and allocated from the driver
  * (allocations may be pooled: reserved >= allocated). */
 int64_t vk_dev_bytes_allocated(const vk_dev *d);

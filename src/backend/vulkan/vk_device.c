@@ -371,6 +371,7 @@ qtts_status vk_dev_create(vk_dev **out, int index, qtts_error *e) {
                      c.info.why_not);
     if (st == QTTS_OK) {
         d->info = c.info;
+        d->int_dot = c.ext_int_dot;
         d->qfam = c.qfam;
         d->ssbo_align = c.ssbo_align ? c.ssbo_align : 1;
         d->max_range = c.max_range;
@@ -407,6 +408,7 @@ void vk_dev_free(vk_dev *d) {
 }
 
 const qtts_device_info *vk_dev_info(const vk_dev *d) { return &d->info; }
+int vk_dev_has_int_dot(const vk_dev *d) { return d->int_dot; }
 
 int64_t vk_dev_bytes_allocated(const vk_dev *d) {
     vk_dev *m = (vk_dev *)d;

@@ -165,4 +165,33 @@ typedef struct vk_pc_advance {
     uint32_t unused;
 } vk_pc_advance;
 
+/* quantize_q8.comp: the CPU's int8 activation blocks (q8_prep, quant.h
+ * "Activation blocks") of X [n][cols] for the dp4 matvecs: per row i and
+ * block b of 32 columns (nb = kpad / 32, kpad = cols rounded up to 128,
+ * columns past cols zero): dx = max|x| / 127, xq = round-to-nearest-even of
+ * x * (127 / max|x|) in [-127, 127] (0 when max|x| = 0), fsum = dx * sum xq.
+ * Bindings: 0 X float (row i at x_off + i * x_stride); 1 XQ uint
+ * [n][kpad / 4] (4 int8 per word, column c of row i in byte c % 4 of word
+ * i * kpad / 4 + c / 4); 2 XS float [2][n][nb]: dx at i * nb + b, fsum at
+ * (n + i) * nb + b.
+ * Dispatch (ceil(nb / 64), n, 1): one thread per block. */
+typedef struct vk_pc_quantize_q8 {
+    uint32_t cols, kpad, n, x_off, x_stride;
+} vk_pc_quantize_q8;
+
+/* matvec_q8_dp4.comp, matvec_q4m_dp4.comp: matvec_q8 / matvec_q4m with X
+ * quantised by quantize_q8.comp and packed int8 dot products (devices with
+ * VK_KHR_shader_integer_dot_product and its shaderIntegerDotProduct
+ * feature); per output, over blocks b in order, the CPU's X16 sequence
+ * acc = fma(dot_b, d_w * dx_b, acc) (q4m also accm = fma(m_w, fsum_b, accm),
+ * then acc + accm), then + bias, then + old Y (VK_MM_ACC): the bits of the
+ * CPU's QT_Q8_B32_X16 / QT_Q4M_B32_X16 kernels. Specialisation constant 0
+ * (DP4_FUSED): 0 (default) emulates the fma exactly (Vulkan's fma() may
+ * round twice, lavapipe's does); 1 uses fma(), only where it is fused.
+ * Bindings: 0 W data, 1 scales, 2 mins (q4m) as for matvec_q8 / matvec_q4m;
+ *           3 XQ, 6 XS (of quantize_q8 with the same n and kpad); 4 Y,
+ *           5 bias (float).
+ * Push constants: vk_pc_matmul (x_off, x_stride unused).
+ * Dispatch (ceil(rows / VK_MATVEC_ROWS), 1, 1), any n. */
+
 #endif
