@@ -552,8 +552,10 @@ static int stop_reason_for(const qtts_context *c, int c0, int log) {
     return -1;
 }
 
-/* Keep a frame and hand it to on_frame; 0 when generation goes on. */
-static int deliver(qtts_context *c, const int32_t *fr, int G) {
+/* Keep a frame and hand it to on_frame (*t_cb += the callback's time: the
+ * caller's, e.g. decoding between frames, not the talker's); 0 when
+ * generation goes on. */
+static int deliver(qtts_context *c, const int32_t *fr, int G, double *t_cb) {
     gen_state *g = &c->gs;
     c->stats.n_frames++;
     if (g->collect) {
@@ -571,7 +573,10 @@ static int deliver(qtts_context *c, const int32_t *fr, int G) {
         memcpy(g->codes + (size_t)g->n_out * G, fr, sizeof(int32_t) * G);
     }
     g->n_out++;
-    if (g->on_frame && g->on_frame(fr, g->n_out - 1, g->user)) {
+    const double tc = now_ms();
+    const int stop = g->on_frame && g->on_frame(fr, g->n_out - 1, g->user);
+    *t_cb += now_ms() - tc;
+    if (stop) {
         err_set(&g->err, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", g->n_out);
         c->stop_reason = QTTS_STOP_CANCELLED;
         finish(c, QTTS_ERR_CANCELLED);
@@ -622,7 +627,8 @@ static void gen_step_vulkan(qtts_context **cs, int n) {
         }
         if (teach)
             for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += agree[q];
-        if (deliver(c, fr, G)) continue;
+        double t_cb = 0;
+        if (deliver(c, fr, G, &t_cb)) continue;
         g->k++;
     }
 }
@@ -680,26 +686,14 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
             c->hist_cap *= 2;
         }
         c->hist[k] = c0;
-        const int pos = g->P + k;
-        if (c0 == cfg->codec_eos) {
-            c->stop_reason = QTTS_STOP_EOS;
-        } else if (k == g->max_new - 1) {
-            c->stop_reason = g->forced ? QTTS_STOP_NONE : QTTS_STOP_MAX_TOKENS;
-        } else if (pos >= c->params.n_ctx) {
-            model_log(m, QTTS_LOG_WARN, "context full at %d positions: stopping after %d frames", c->params.n_ctx, k);
-            c->stop_reason = QTTS_STOP_CONTEXT_FULL;
-        } else if (g->cap_frames >= 0 && k >= g->cap_frames) {
-            model_log(m, QTTS_LOG_WARN,
-                      "no end of speech after %d frames (%.1f s) for a text of %d tokens: stopped at the length cap "
-                      "and kept the audio so far (set max_new_tokens to override)",
-                      k, k / 12.5, g->n_text_tokens);
-            c->stop_reason = QTTS_STOP_LENGTH_CAP;
-        } else {
+        const int why = stop_reason_for(c, c0, 1);
+        if (why < 0) {
             int32_t *fr = ss->frames + (size_t)i * G;
             fr[0] = c0;
             go[n_go++] = i;
             continue;
         }
+        c->stop_reason = (qtts_stop_reason)why;
         finish(c, QTTS_OK);
     }
     const double t1 = now_ms();
@@ -730,31 +724,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         const int32_t *fr = ss->frames + (size_t)i * G;
         if (g->p.teacher_codes && g->k < g->p.n_teacher_frames)
             for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += ss->agree[(size_t)i * G + q - 1];
-        c->stats.n_frames++;
-        if (g->collect) {
-            if (g->n_out == g->cap_out) {
-                int cap = g->cap_out ? g->cap_out * 2 : 64;
-                int32_t *nc = realloc(g->codes, sizeof(int32_t) * cap * G);
-                if (!nc) {
-                    err_set(&g->err, QTTS_ERR_NOMEM, "out of memory");
-                    finish(c, QTTS_ERR_NOMEM);
-                    continue;
-                }
-                g->codes = nc;
-                g->cap_out = cap;
-            }
-            memcpy(g->codes + (size_t)g->n_out * G, fr, sizeof(int32_t) * G);
-        }
-        g->n_out++;
-        const double tc = now_ms();
-        const int stop = g->on_frame && g->on_frame(fr, g->n_out - 1, g->user);
-        t_cb += now_ms() - tc; /* the caller's time (e.g. decoding between frames), not the talker's */
-        if (stop) {
-            err_set(&g->err, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", g->n_out);
-            c->stop_reason = QTTS_STOP_CANCELLED;
-            finish(c, QTTS_ERR_CANCELLED);
-            continue;
-        }
+        if (deliver(c, fr, G, &t_cb)) continue;
         /* next talker input: frame embedding + next text vector */
         const int pos = g->P + g->k;
         qtts_status st = ensure_cache(c, pos + 1, pos, &g->err); /* positions 0..pos-1 are written */

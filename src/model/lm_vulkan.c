@@ -798,7 +798,6 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
         if (r.err) return r.err;
         if ((st = vk_cmd_end(s->aux, e)) || (st = vk_cmd_submit(s->aux, e)) || (st = vk_cmd_wait(s->aux, e)))
             return st;
-        s->frame_ok = 0; /* the replayed recording is not affected, but keep it simple */
     } else {
         if (!s->frame_ok) {
             rec r = {s, s->frame, 0, QTTS_OK, e};
