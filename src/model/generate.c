@@ -405,9 +405,12 @@ static int keep_voice_rows(qtts_context *c, int nv) {
 }
 
 /* gen_begin's prefill on the Vulkan device (the prompt is built): positions
- * [reuse, P), the device cache keeping [0, reuse) from the last prompt. */
-static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int reuse, qtts_error *e) {
+ * [reuse, P), the device cache keeping [0, reuse) from the last prompt;
+ * *keep_rows gets the voice rows kept for the next request. */
+static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int reuse, int nv, int *keep_rows,
+                                qtts_error *e) {
     gen_state *g = &c->gs;
+    *keep_rows = keep_voice_rows(c, nv);
     /* frames this generation can make: the device caches are sized for them */
     int frames = g->max_new;
     if (g->cap_frames >= 0 && g->cap_frames + 1 < frames) frames = g->cap_frames + 1;
@@ -419,8 +422,40 @@ static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int
     double gpu_ms = 0;
     qtts_status s = lmv_prefill(c->lmv, &q, tr ? &lt : NULL, &gpu_ms, e);
     c->stats.gpu_prefill_ms += gpu_ms;
-    c->stats.n_prompt_reused = s ? 0 : reuse;
     return s;
+}
+
+/* gen_begin's prefill on the CPU: the same contract as begin_vulkan, the
+ * hidden state of the last position in c->y. */
+static qtts_status begin_cpu(qtts_context *c, const gen_trace *tr, int P, int L, int nv, int *keep_rows,
+                             qtts_error *e) {
+    qtts_model *m = c->model;
+    const qtts_config *cfg = &m->cfg;
+    gen_state *g = &c->gs;
+    const int H = cfg->talker.hidden;
+    /* reserve the prompt + headroom; the decode grows the cache geometrically */
+    const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
+    const int first = P + 256 < need ? P + 256 : need;
+    qtts_status s = QTTS_OK;
+    tf_row *rows = malloc(sizeof(tf_row) * P);
+    if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    if (!s) s = ensure_cache(c, first, L, e); /* a new request: only the reused prefix to keep */
+    if (!s) kv_cache_prefault(&c->cache, 0, P + KV_PREFAULT_AHEAD); /* the prefill writes [L, P) */
+    if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
+    if (s) {
+        free(rows);
+        return s;
+    }
+    /* keep this prompt's voice rows for the next one (before the prefill
+     * overwrites them) */
+    *keep_rows = keep_voice_rows(c, nv);
+    sampler_seed(&c->rng, g->p.seed);
+    for (int i = L; i < P; i++) rows[i - L] = (tf_row){&c->cache, i};
+    tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds + (size_t)L * H, P - L,
+               tr ? tr->on_prefill_layer : NULL, tr ? tr->user : NULL);
+    free(rows);
+    tf_final_norm(&m->talker.tf, g->pr.embeds + (size_t)(P - 1) * H, c->y, 1);
+    return QTTS_OK;
 }
 
 qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
@@ -473,45 +508,13 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
                !memcmp(c->voice_rows + (size_t)L * H, g->pr.embeds + (size_t)L * H, sizeof(float) * H))
             L++;
     c->n_voice_rows = 0; /* the cache below changes: valid again after the prefill */
-    if (c->lmv) {
-        const int keep_rows = keep_voice_rows(c, nv);
-        s = begin_vulkan(c, tr, P, L, e);
-        if (s) {
-            prompt_free(&g->pr);
-            return s;
-        }
-        c->n_voice_rows = keep_rows;
-        c->stats.n_prompt = P;
-        c->stats.prefill_ms += now_ms() - t_start;
-        g->on_frame = on_frame;
-        g->user = user;
-        g->collect = collect;
-        g->active = 1;
-        return QTTS_OK;
-    }
-    /* reserve the prompt + headroom; the decode grows the cache geometrically */
-    const int need = g->max_new > c->params.n_ctx - P ? c->params.n_ctx : P + g->max_new;
-    const int first = P + 256 < need ? P + 256 : need;
-    tf_row *rows = malloc(sizeof(tf_row) * P);
-    if (!rows) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    if (!s) s = ensure_cache(c, first, L, e); /* a new request: only the reused prefix to keep */
-    if (!s) kv_cache_prefault(&c->cache, 0, P + KV_PREFAULT_AHEAD); /* the prefill writes [L, P) */
-    if (!s) s = tf_scratch_reserve(&c->ss.tf, &cfg->talker, P, c->cache.cap, e);
+    int keep_rows = 0;
+    s = c->lmv ? begin_vulkan(c, tr, P, L, nv, &keep_rows, e) : begin_cpu(c, tr, P, L, nv, &keep_rows, e);
     if (s) {
-        free(rows);
         prompt_free(&g->pr);
         return s;
     }
-    /* keep this prompt's voice rows for the next one (before the prefill
-     * overwrites them) */
-    const int keep_rows = keep_voice_rows(c, nv);
-    sampler_seed(&c->rng, p->seed);
-    for (int i = L; i < P; i++) rows[i - L] = (tf_row){&c->cache, i};
-    tf_forward(&m->ops, &m->talker.tf, &c->ss.tf, rows, g->pr.embeds + (size_t)L * H, P - L,
-               tr ? tr->on_prefill_layer : NULL, tr ? tr->user : NULL);
-    free(rows);
     c->n_voice_rows = keep_rows;
-    tf_final_norm(&m->talker.tf, g->pr.embeds + (size_t)(P - 1) * H, c->y, 1);
     c->stats.n_prompt = P;
     c->stats.n_prompt_reused = L;
     c->stats.prefill_ms += now_ms() - t_start;
