@@ -180,22 +180,6 @@ typedef struct qtts_model_info {
 
 void qtts_model_get_info(const qtts_model *model, qtts_model_info *info);
 
-/* Lend one of the model's worker threads to the caller, for a program that
- * runs its own heavy work beside generation on as many cores as the model
- * has threads (e.g. a server decoding audio on a thread of its own with
- * qtts_context_audio_decode while another thread steps a batch): the worker
- * parks, idle, until qtts_model_return_thread, so the program's thread and
- * the model's threads do not oversubscribe the cores; generation meanwhile
- * runs on the calling thread and the other workers, with the same results.
- * Returns 1 when a worker was lent (it parks as soon as it finishes the task
- * it may be running), 0 when there is none to lend: the model has one
- * thread, a worker is already lent, or qtts_synthesize on this model has
- * lent one to its decoder. Lending right after a return succeeds (it may
- * wait up to 2 ms for the returned worker to free its slot). Thread-safe. */
-int qtts_model_lend_thread(qtts_model *model);
-/* Give the lent worker back to the pool (no-op when none is lent). */
-void qtts_model_return_thread(qtts_model *model);
-
 /* Preset speakers (CustomVoice) and languages the checkpoint knows, in config
  * order. Languages exclude dialect entries and include "auto" first. */
 int qtts_model_n_speakers(const qtts_model *model);
@@ -301,11 +285,6 @@ typedef int (*qtts_frame_fn)(const int32_t *codes, int frame_index, void *user);
 
 typedef struct qtts_context_params {
     int n_ctx;  /* max talker positions (prompt + frames); 0 = model maximum; default 0 */
-    int decode_on_model_threads; /* 1 = qtts_context_audio_begin/_decode compute on the model's
-                                    threads (for a caller that decodes on the thread driving
-                                    generation, between steps); 0 = on the codec decoder's own,
-                                    smaller pool, safe beside generation. Same samples either
-                                    way. Default 0 */
     int reuse_voice_prefix;      /* 1 = a prompt whose leading positions that do not depend on
                                     the text (instruction, role, language and speaker controls,
                                     an ICL reference transcript) are the same as those of the
@@ -323,17 +302,18 @@ qtts_status qtts_context_new(qtts_model *model, const qtts_context_params *param
 void qtts_context_free(qtts_context *ctx);
 const char *qtts_context_last_error(const qtts_context *ctx);
 
-/* How the last generation on this context ended, and how many pieces of the
- * last qtts_synthesize call were stopped by the automatic length cap. */
+/* How the last generation on this context ended, and how many segments of
+ * the last qtts_synthesize call were stopped by the automatic length cap. */
 qtts_stop_reason qtts_context_stop_reason(const qtts_context *ctx);
-int qtts_context_n_capped_pieces(const qtts_context *ctx);
+int qtts_context_n_capped_segments(const qtts_context *ctx);
 
 /* Where the time of the last qtts_generate_codes / qtts_synthesize went
- * (all pieces together), and teacher-forcing agreement when teacher codes
- * were given. Times are wall-clock milliseconds on the calling thread, except
- * decode_ms, which the decode worker measures (it overlaps generation). */
+ * (all segments together), and teacher-forcing agreement when teacher codes
+ * were given. Times are wall-clock milliseconds on the thread stepping
+ * generation, except decode_ms, which the decoding thread measures (with a
+ * decode thread it overlaps generation). */
 typedef struct qtts_stats {
-    int n_prompt;            /* talker prompt positions (last piece) */
+    int n_prompt;            /* talker prompt positions (last segment) */
     int n_prompt_reused;     /* of those, leading positions not prefilled again: their K/V were
                                 left by the previous prompt on this context with the same
                                 voice (qtts_context_params.reuse_voice_prefix) */
@@ -345,7 +325,7 @@ typedef struct qtts_stats {
                                 is one submission: its wall time is split between talker_ms and
                                 predictor_ms in the proportion of the device's phase times */
     double decode_ms;        /* codec decoder */
-    double first_audio_ms;   /* from the call to the first PCM chunk (qtts_synthesize) */
+    double first_audio_ms;   /* from the call (qtts_synthesize) or qtts_pipeline_add to the first PCM chunk */
     int n_chunks;            /* PCM chunks delivered */
     int teacher_frames;      /* frames compared against teacher codes */
     int teacher_agree[64];   /* per codebook: frames where the model chose the teacher's code */
@@ -363,48 +343,6 @@ void qtts_context_get_stats(const qtts_context *ctx, qtts_stats *stats);
 qtts_status qtts_generate_codes(qtts_context *ctx, const qtts_gen_params *params,
                                 qtts_frame_fn on_frame, void *user,
                                 int32_t **codes_out, int *n_frames);
-
-/* ---------------------------------------------------------------- batches */
-
-/* Continuous batching: several contexts (streams) stepped together, so each
- * weight is read once per frame for all of them. A stream's frames are
- * bit-identical to running it alone (same seed, same build): every kernel
- * computes each row independently, and each stream keeps its own caches,
- * sampling parameters and RNG. Streams join and leave between steps. A batch
- * and its contexts are driven from one thread at a time. */
-typedef struct qtts_batch qtts_batch;
-
-#define QTTS_MAX_BATCH 64
-
-qtts_status qtts_batch_new(qtts_model *model, int max_streams, qtts_batch **out);
-void qtts_batch_free(qtts_batch *batch); /* accepts NULL; streams still in it are cancelled */
-
-/* Start a generation on ctx (its prompt and prefill run now, on the calling
- * thread) and add it to the batch. Frames go to on_frame during
- * qtts_batch_step. params and its pointers must stay valid until the stream
- * leaves. QTTS_ERR_LIMIT when the batch is full. */
-qtts_status qtts_batch_add(qtts_batch *batch, qtts_context *ctx, const qtts_gen_params *params,
-                           qtts_frame_fn on_frame, void *user);
-/* One frame for every stream; finished streams leave the batch. Returns the
- * number of streams still in it. */
-int qtts_batch_step(qtts_batch *batch);
-/* Take a stream out early (e.g. its client went away); its generation ends
- * with QTTS_ERR_CANCELLED. No effect if ctx is not in the batch. */
-void qtts_batch_remove(qtts_batch *batch, qtts_context *ctx);
-int qtts_batch_size(const qtts_batch *batch);
-
-/* 1 while ctx has a generation in progress (in a batch or not). */
-int qtts_context_is_generating(const qtts_context *ctx);
-/* After a batched stream left its batch: the status of its generation
- * (message in qtts_context_last_error) and its frame count. Once per stream. */
-qtts_status qtts_context_finish(qtts_context *ctx, int *n_frames);
-
-/* Audio for batched streams: reset ctx's streaming codec decoder for a new
- * utterance (priming it with the reference codes of an ICL voice), then
- * decode frames as they come; exactly the samples qtts_synthesize gives.
- * pcm holds n_frames * samples_per_frame samples. */
-qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *params);
-qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, int n_frames, float *pcm);
 
 /* ---------------------------------------------------------------- voices */
 
@@ -456,55 +394,210 @@ const char *qtts_voice_ref_text(const qtts_voice *voice);
 
 /* ---------------------------------------------------------------- audio */
 
+/* How long text is cut into segments that are spoken one after another in
+ * the same voice, with pauses between them (qtts_synthesize, the pipeline,
+ * and the tools: CLI, script renderer, server). Sentences end at . ! ? and
+ * their CJK forms and at line breaks, not after a number's decimal point or
+ * a known abbreviation; sentences are grouped up to max_chars; a longer
+ * sentence is cut at clause marks, then spaces, then between characters. */
+typedef struct qtts_split_params {
+    int enabled;            /* 1 = text longer than max_chars is split; segment i uses seed + i,
+                               and memory and the KV cache stay bounded by one segment; 0 = the
+                               whole text is one utterance. Default 1 */
+    int max_chars;          /* longest segment in code points, >= 16; default 300 */
+    int sentence_pause_ms;  /* silence between segments, [0, 10000]; default 300 */
+    int paragraph_pause_ms; /* silence after a segment that ends a paragraph (blank line),
+                               [0, 10000]; default 700 */
+} qtts_split_params;
+
+qtts_split_params qtts_split_default_params(void);
+
 typedef struct qtts_audio_params {
-    int first_chunk_frames; /* frames in the first audio chunk (>= 1); smaller = earlier first
-                               audio; default 1 (80 ms) */
-    int chunk_frames;       /* frames per audio chunk after the first (>= 1); default 4 (320 ms) */
-    int overlap;            /* -1 = auto: 1 when the model has more than one thread, else 0;
-                               0 = decode each chunk on the calling thread between frames, on
-                               all of the model's threads; 1 = decode beside generation: the
-                               chunks after the first are decoded by one of the model's worker
-                               threads, lent to the decoder while the calling thread and the
-                               other workers go on generating (a model without workers: by a
-                               thread of its own); the first chunk and the chunks left when
-                               generation ends are decoded on all threads. The same samples
-                               either way. Default -1 (docs/BENCH.md, tenth pass: on 2 cores
-                               lending a worker lowered the real-time factor 13-16 % with int8
-                               and int4 weights, BF16 within its spread; first audio the same) */
-    qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread);
-                               return non-zero to stop; default NULL */
+    int first_chunk_frames; /* frames in a segment's first audio chunk, [1, 64]; smaller = earlier
+                               first audio; default 1 (80 ms) */
+    int chunk_frames;       /* frames per audio chunk after the first, [1, 64]; default 4 (320 ms) */
+    int overlap;            /* qtts_synthesize only (a pipeline's decoding is set by its params):
+                               -1 = auto: 1 when the model has more than one thread, else 0;
+                               0 = decode each chunk on the calling thread between frames, on all
+                               of the model's threads; 1 = decode beside generation on a thread
+                               of its own that parks one of the model's workers while it decodes
+                               (so the cores are not oversubscribed); a segment's first chunk is
+                               still decoded on all threads, as early as possible. The same
+                               samples either way. Default -1 */
+    qtts_split_params split; /* text segments and pauses; default qtts_split_default_params() */
+    qtts_frame_fn on_frame; /* optional observer of each generated frame (generating thread; the
+                               index counts from 0 in each segment); return non-zero to stop;
+                               default NULL */
     void *frame_user;       /* passed to on_frame; default NULL */
-    int split_text;         /* 1 = text longer than max_piece_chars is split at sentence
-                               boundaries and spoken piece by piece with the same voice and
-                               settings (piece i uses seed + i), joined by short pauses; the
-                               KV cache and memory stay bounded by one piece. Default 1 */
-    int max_piece_chars;    /* longest piece in characters (>= 16); default 300 */
-    int sentence_pause_ms;  /* silence between pieces; default 300 */
-    int paragraph_pause_ms; /* silence after a paragraph (blank line); default 700 */
-    /* Optional: called before each piece (index from 0, count, the piece's
-     * UTF-8 text, borrowed). Return non-zero to stop. Default NULL. */
-    int (*on_piece)(int piece, int n_pieces, const char *text, void *user);
-    void *piece_user;       /* passed to on_piece; default NULL */
+    /* Optional: called before each segment is generated (index from 0, count,
+     * the segment's UTF-8 text, borrowed), on the generating thread. Return
+     * non-zero to stop. Default NULL. */
+    int (*on_segment)(int segment, int n_segments, const char *text, void *user);
+    void *segment_user;     /* passed to on_segment; default NULL */
 } qtts_audio_params;
 
 qtts_audio_params qtts_audio_default_params(void);
 
 /* Receives each chunk of 24 kHz mono PCM in [-1, 1] as soon as it is decoded.
  * pcm is borrowed for the duration of the call. Calls are serialised (never
- * concurrent) but, with overlap on, may come from another thread (a model
- * worker or the decoder's own thread).
+ * concurrent) but, with overlap on, may come from another thread (the
+ * decoding thread).
  * Return non-zero to stop synthesis cleanly (qtts_synthesize then returns
  * QTTS_ERR_CANCELLED; the audio delivered so far stays valid). */
 typedef int (*qtts_audio_fn)(const float *pcm, size_t n_samples, void *user);
 
-/* Text to speech: generates frames and decodes them to audio. Chunks go to
- * on_audio (may be NULL) and, if pcm_out is not NULL, the whole waveform is
- * also returned in a malloc'ed buffer the caller frees with free().
+/* Text to speech: text segments -> frames -> audio, on the pipeline below
+ * with one stream. Chunks go to on_audio (may be NULL) and, if pcm_out is
+ * not NULL, the whole waveform is also returned in a malloc'ed buffer the
+ * caller frees with free(). Segments are joined by their pauses.
  * The samples are identical whatever the chunk sizes (exact streaming decode).
  * For ICL voice cloning the reference part is cut as the official wrapper
  * does; see docs/API.md for the one-sample detail of streamed ICL output. */
 qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *params, const qtts_audio_params *audio,
                             qtts_audio_fn on_audio, void *user, float **pcm_out, size_t *n_samples);
+
+/* ---------------------------------------------------------------- pipeline */
+
+/* The synthesis pipeline for many requests at once (continuous batching):
+ * each request's text is split into segments, each segment's frames are
+ * generated with those of every other stream in one step (each weight read
+ * once per frame for all), and each stream's frames are decoded to audio in
+ * chunks beside generation. Requests join and leave between steps, and a
+ * request's audio is bit-identical to running it alone (same seed, same
+ * build, same backend): every kernel computes each row independently, and
+ * each stream keeps its own caches, sampling state, RNG and codec decoder.
+ * qtts_synthesize is this pipeline with one stream.
+ *
+ * Threads: one thread drives the pipeline (qtts_pipeline_add, _step, _wait,
+ * _free); qtts_pipeline_cancel may be called from any thread. Audio and
+ * on_done callbacks come from the driving thread or a decode thread,
+ * serialised per request. */
+typedef struct qtts_pipeline qtts_pipeline;
+
+#define QTTS_MAX_BATCH 64 /* streams of one pipeline at most */
+
+/* Test aids: calls out of the pipeline's threads at the points where a
+ * stream's slot changes hands, so tests can hold a thread there and force
+ * interleavings that load produces only by chance. Each may be NULL. */
+typedef struct qtts_pipeline_debug {
+    void (*slot_freed)(void *arg, int slot);     /* right after a slot was let go */
+    void (*frame_decoded)(void *arg, int slot, int done, int n); /* a decode thread decoded frame done of n */
+    void (*stepped)(void *arg, int n_streams);   /* after each step, with the streams it stepped */
+    void *arg;
+} qtts_pipeline_debug;
+
+typedef struct qtts_pipeline_params {
+    int max_streams;        /* requests in the pipeline at once, [1, QTTS_MAX_BATCH]; each has a
+                               context of its own; default 1 */
+    int n_ctx;              /* talker positions per stream (0 = model maximum); default 0 */
+    int decode_threads;     /* threads decoding audio beside generation, [0, 64], at most
+                               max_streams (stream i -> thread i mod n), one core each; 0 = decode
+                               on the driving thread between steps, on all of the model's threads
+                               (a stream's first chunk as soon as its frames exist); -1 = auto: 1
+                               when the model has more than one thread, else 0. Default -1 */
+    int decode_share_cores; /* 1 = a decode thread with chunks to decode parks one of the model's
+                               workers until it has none left (one thread at a time can), so that
+                               decoding and generation together use the model's thread count;
+                               0 = decode threads run beside all of the model's threads; -1 =
+                               auto: 1 when the model's threads plus the decode threads exceed the
+                               CPUs online. Default -1 */
+    int prefill_budget_ms;  /* at each step the pipeline prefills waiting segments (new requests
+                               and the next segment of running ones) one at a time, oldest
+                               first, until their prefills have taken this long; the first always
+                               runs. Running streams then wait at most this plus one prefill for
+                               their next frame. 0 = one prefill per step. Default 100 */
+    int reuse_voice_prefix; /* qtts_context_params.reuse_voice_prefix of the streams; a new
+                               request goes to a free stream that last served the same voice
+                               when there is one. Default 1 */
+    void (*on_wake)(void *user); /* optional: called (from a decode thread) when a request's
+                               state changed so that qtts_pipeline_busy or qtts_pipeline_n_free
+                               may have changed; default NULL */
+    void *wake_user;        /* passed to on_wake; default NULL */
+    const qtts_pipeline_debug *debug; /* test aids; borrowed; default NULL */
+} qtts_pipeline_params;
+
+qtts_pipeline_params qtts_pipeline_default_params(void);
+
+/* A piece of a request's audio. */
+typedef struct qtts_chunk {
+    const float *pcm;       /* 24 kHz mono in [-1, 1]; borrowed for the call */
+    size_t n_samples;
+    int segment;            /* text segment the samples belong to (a pause: the one before it) */
+    int n_segments;         /* segments of the request */
+    int pause;              /* 1 for the silence between two segments */
+    double decode_ms;       /* codec decoder time for these samples (0 for a pause) */
+} qtts_chunk;
+
+/* How a request ended. */
+typedef struct qtts_request_result {
+    qtts_status status;       /* QTTS_OK, QTTS_ERR_CANCELLED (qtts_pipeline_cancel, a callback, or
+                                 the pipeline freed) or the error of the failing stage */
+    const char *error;        /* its message ("" on success); borrowed for the call */
+    qtts_stop_reason stop_reason; /* how the last segment's generation ended */
+    int n_frames;             /* frames generated, all segments */
+    int n_segments;           /* segments of the text */
+    int n_capped;             /* segments stopped by the automatic length cap */
+    size_t n_samples;         /* samples delivered, pauses included */
+    int has_lead_sample;      /* ICL voice, one segment: the official whole waveform starts with
+                                 one more sample, lead_sample (docs/API.md); chunks never carry it */
+    float lead_sample;
+    qtts_stats stats;         /* where the time went, all segments */
+} qtts_request_result;
+
+typedef struct qtts_request {
+    const qtts_gen_params *gen;       /* what to say and how; it and what it points to are
+                                         borrowed until on_done */
+    const qtts_audio_params *audio;   /* chunk sizes, segments, observers (overlap is ignored);
+                                         copied; NULL = defaults */
+    /* Receives the request's audio in order. Return non-zero to cancel the request. May be NULL. */
+    int (*on_audio)(const qtts_chunk *chunk, void *user);
+    /* Called exactly once when the request has left the pipeline; the pipeline touches nothing
+     * of the request afterwards. May be NULL. */
+    void (*on_done)(const qtts_request_result *result, void *user);
+    void *user;
+} qtts_request;
+
+/* A pipeline of params->max_streams streams on model m. On failure *out is
+ * NULL and errbuf says why. Free with qtts_pipeline_free. */
+qtts_status qtts_pipeline_new(qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
+                              size_t errbuf_size);
+/* Requests still in it end with QTTS_ERR_CANCELLED (their on_done runs); accepts NULL. */
+void qtts_pipeline_free(qtts_pipeline *p);
+
+/* Add a request to a free stream; it is prefilled and starts generating at a
+ * later qtts_pipeline_step. Checks it first (text, voice, parameters):
+ * QTTS_ERR_LIMIT when no stream is free, and any error of the request, with
+ * the message in errbuf; on_done is then not called. *id (may be NULL) gets
+ * the request's id for qtts_pipeline_cancel. */
+qtts_status qtts_pipeline_add(qtts_pipeline *p, const qtts_request *r, uint64_t *id, char *errbuf,
+                              size_t errbuf_size);
+/* One round: prefill waiting segments (within the prefill budget), take
+ * cancelled requests out, one frame for every generating stream, hand full
+ * chunks to decoding. Returns the requests still in the pipeline. */
+int qtts_pipeline_step(qtts_pipeline *p);
+/* 1 when a step has work: a segment waits for its prefill or a stream generates. */
+int qtts_pipeline_busy(const qtts_pipeline *p);
+/* Requests the pipeline can take now, and requests in it. */
+int qtts_pipeline_n_free(const qtts_pipeline *p);
+int qtts_pipeline_n_requests(const qtts_pipeline *p);
+/* Block until a step has work or no request is left, at most timeout_ms. */
+void qtts_pipeline_wait(qtts_pipeline *p, int timeout_ms);
+/* Cancel request id: it leaves its stream at the next step and ends with
+ * QTTS_ERR_CANCELLED. No effect once it has ended. Thread-safe. */
+void qtts_pipeline_cancel(qtts_pipeline *p, uint64_t id);
+
+/* What the last qtts_pipeline_step did. */
+typedef struct qtts_step_info {
+    int n_streams;          /* streams stepped */
+    int n_frames;           /* frames made */
+    double step_ms;         /* the frame step, wall time, without first chunks decoded inside it */
+    int n_prefills;         /* segments prefilled */
+    double prefill_ms;      /* their prefills (voice priming included), wall time */
+    int n_prompt;           /* their prompt positions */
+    int n_prompt_reused;    /* of those, positions reused from the stream's last prompt */
+} qtts_step_info;
+
+void qtts_pipeline_last_step(const qtts_pipeline *p, qtts_step_info *info);
 
 /* Decode saved codes [n_frames][16] to audio (whole utterance). *pcm is
  * malloc'ed; the caller frees it with free(). */

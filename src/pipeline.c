@@ -1,522 +1,968 @@
-/* The synthesis pipeline: text -> pieces (text/split.c) -> frames
- * (generate.c) -> audio (codec decoder). Per piece, the generating thread
- * appends each frame to a queue; chunks of first_chunk_frames, then
- * chunk_frames, are decoded on the context's codec stream, either on the
- * generating thread between frames with all the model's threads (overlap = 0)
- * or beside generation (overlap = 1), and the PCM goes to the sink (caller
- * callback and/or the collected waveform). Overlap on a model with worker
- * threads lends one of them to the decoder (ops_async) whenever a chunk is
- * ready: it decodes queued chunks on its own while generation goes on with
- * the other threads, then rejoins generation; so no core is oversubscribed,
- * and the memory-bound generation and the compute-bound decoder share the
- * cores instead of taking turns. The first chunk (earliest audio) and the
- * chunks left when generation ends are decoded on all threads. Without
- * worker threads, overlap runs the decoder in a thread of its own (on the
- * decoder's own pool). The codec stream is exact,
- * so the chunking never changes a sample. For ICL voice cloning the stream is
- * first primed with the reference frames (their audio is not delivered): the
- * official "decode reference + generated, then cut" without decoding twice. */
-#include <pthread.h>
+/* The synthesis pipeline (qtts_pipeline_*, see qtts.h): requests -> text
+ * segments (text/split.c) -> one batched frame step for every generating
+ * stream (generate.c) -> chunks of codes -> codec decoder -> PCM to each
+ * request's callback, segments joined by their pauses.
+ *
+ * Each stream is a slot with a context of its own. A slot's life per
+ * segment: WAITING (a new request, or the next segment of its request) ->
+ * prefilled by qtts_pipeline_step, oldest first, within the prefill budget:
+ * voice priming of its codec stream + gen_begin -> ACTIVE: stepped with the
+ * others; its frames are queued by the frame callback and handed to its
+ * decode thread (slot i -> thread i mod n) once a chunk is full -> DRAINING
+ * when its generation ends: its last task decodes the rest, then either puts
+ * the pause and makes the slot WAITING for the next segment, or ends the
+ * request (on_done) and frees the slot.
+ *
+ * Decode threads: first chunks and cancellations first (a stream waiting for
+ * its first audio, a slot to free), then chunks in order, decoded frame by
+ * frame so a waiting first chunk never waits more than one frame; an urgent
+ * task run between two frames decodes into its own buffer, and a chunk whose
+ * request was cancelled meanwhile stops there. A slot's last task is part of
+ * the slot (never allocated), so a thread touches nothing of it once it let
+ * the slot go. A decode thread computes on one core; with decode_share_cores
+ * it parks one of the model's workers while it has chunks (backend/cpu/lend.h).
+ * Without decode threads, chunks are decoded on the driving thread after each
+ * step on all of the model's threads. A stream's first chunk is decoded on
+ * the driving thread inside the step, as soon as its frames exist, when there
+ * are no decode threads or it is the only stream stepped: the earliest first
+ * audio, and nothing else waits for it.
+ *
+ * Thread safety: the driving thread steps a context (generation state) while
+ * its decode thread decodes (codec state): disjoint parts of the context.
+ * Calls that touch the rest (priming, gen_begin, gen_end) happen only while
+ * the other thread leaves that context alone (the slot is WAITING, or
+ * DRAINING and its last task runs). The codec stream is exact, so which
+ * thread decodes and how the chunks fall never changes a sample. */
+#include "pipeline.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "model/generate.h"
+#include "backend/cpu/lend.h"
+#include "model/voice.h"
 #include "text/split.h"
 
-qtts_audio_params qtts_audio_default_params(void) {
-    qtts_audio_params p;
+#define MAX_CHUNK 64 /* frames per chunk at most (qtts_audio_params) */
+
+enum { SLOT_FREE = 0, SLOT_WAITING, SLOT_ACTIVE, SLOT_DRAINING };
+
+/* A request in the pipeline. Its stages run on one thread at a time (the
+ * driving thread while it prefills and steps, the decode side while a
+ * segment drains); the outcome fields are handed over with the slot. */
+typedef struct preq {
+    uint64_t id;
+    qtts_gen_params gp;       /* the caller's (its pointers borrowed until on_done) */
+    qtts_audio_params ap;
+    int (*on_audio)(const qtts_chunk *chunk, void *user);
+    void (*on_done)(const qtts_request_result *result, void *user);
+    void *user;
+    text_piece *segs;         /* the segments; NULL when the request is one (ids, or splitting off) */
+    int n_segs;
+    char *seg_text;           /* the current segment's text, borrowed by its generation */
+    int seg;                  /* current segment */
+    atomic_int cancel;
+    atomic_int refs;          /* the slot's and each queued task's */
+    qtts_status st;           /* first failure (guarded by the pipeline's mu) */
+    char err[QTTS_ERROR_MSG_MAX];
+    int n_frames, n_capped, n_chunks;
+    qtts_stop_reason stop;
+    size_t n_samples;
+    double t0, first_audio_ms, decode_ms;
+    int n_ref_frames;         /* ICL reference frames of the voice (0 without ICL) */
+    float ref_last;           /* ICL: the reference's last sample */
+} preq;
+
+typedef struct dtask {
+    struct slot *sl;
+    preq *r;                  /* a reference of its own */
+    unsigned epoch;           /* the slot's segment it belongs to */
+    int32_t *codes;           /* [n][G] */
+    int n;
+    int final;                /* the segment's generation ended: finish it */
+    struct dtask *next;
+} dtask;
+
+typedef struct slot {
+    struct qtts_pipeline *p;
+    int index;
+    qtts_context *ctx;
+    preq *r;                  /* set while not free; changed under the pipeline's mu */
+    atomic_int state;         /* SLOT_*: WAITING->ACTIVE->DRAINING by the driver, DRAINING->WAITING|FREE by the decode side */
+    atomic_uint epoch;        /* segments admitted into this slot so far */
+    unsigned long long wait_seq; /* order it became WAITING (guarded) */
+    int32_t *pending;         /* [MAX_CHUNK][G] frames not yet handed over (driver) */
+    int n_pending;
+    int n_sent;               /* frames handed over in this segment (driver) */
+    int n_new;                /* frames made in the current step (driver) */
+    atomic_int failed;        /* decoding failed: the stream stops, the request ends with it */
+    qtts_status fail_st;
+    char fail_msg[QTTS_ERROR_MSG_MAX];
+    dtask final_task;         /* the segment's last task, never allocated */
+    uint64_t voice_key;       /* voice of the last request admitted here (0: none); driver */
+    unsigned long long last_admit;
+} slot;
+
+typedef struct dworker {
+    struct qtts_pipeline *p;
+    pthread_t th;
+    int have_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dtask *hi, *hi_tail;      /* first chunks, cancelled slots */
+    dtask *lo, *lo_tail;      /* later chunks, in order */
+    atomic_int n_hi;
+    int stop;
+    float *pcm;               /* [MAX_CHUNK * spf] */
+    float *pcm_urgent;        /* [MAX_CHUNK * spf] an urgent task run between two frames */
+    pool_lend lend;
+    int lend_init;
+} dworker;
+
+struct qtts_pipeline {
+    qtts_model *m;
+    qtts_pipeline_params p;
+    qtts_pipeline_debug dbg;
+    int G, spf;
+    int n_slots;
+    slot *slots;
+    int borrowed;             /* slots[0].ctx is the caller's */
+    step_scratch ss;          /* own streams' step scratch */
+    step_scratch *step_ss;
+    qtts_context **cs;        /* [n_slots] streams of a step */
+    int n_workers;            /* decode threads (0: decode on the driving thread) */
+    dworker *workers;
+    int share;                /* decode threads park a model worker while busy */
+    ops_ctx serial;           /* one core, the model's kernels: a decode thread's compute */
+    float *pcm_inline;        /* [MAX_CHUNK * spf] chunks decoded on the driving thread */
+    pthread_mutex_t mu;       /* slot hand-overs, request failures, wait */
+    pthread_cond_t cv;
+    unsigned long long seq, n_admitted;
+    uint64_t next_id;
+    qtts_step_info last;
+    double cb_decode_ms;      /* first chunks decoded inside the current step */
+};
+
+qtts_pipeline_params qtts_pipeline_default_params(void) {
+    qtts_pipeline_params p;
     memset(&p, 0, sizeof p);
-    p.first_chunk_frames = 1;
-    p.chunk_frames = 4;
-    p.overlap = -1;
-    p.split_text = 1;
-    const text_split_params tp = text_split_default_params(); /* one source for the split defaults */
-    p.max_piece_chars = tp.max_chars;
-    p.sentence_pause_ms = tp.sentence_pause_ms;
-    p.paragraph_pause_ms = tp.paragraph_pause_ms;
+    p.max_streams = 1;
+    p.decode_threads = -1;
+    p.decode_share_cores = -1;
+    p.prefill_budget_ms = 100;
+    p.reuse_voice_prefix = 1;
     return p;
 }
 
-/* Where audio goes: the caller's callback and/or a growing buffer. Used by one
- * thread at a time (the worker during a piece, the caller between pieces). */
-typedef struct sink {
-    qtts_stats *stats;    /* first_audio_ms, n_chunks */
-    double t0;            /* call start, ms */
-    qtts_audio_fn on_audio;
-    void *user;
-    int collect;
-    float *out;
-    size_t n_out, cap_out;
-    size_t n_delivered;   /* samples given to on_audio */
-} sink;
+/* ---------------------------------------------------------------- requests */
 
-static qtts_status sink_put(sink *k, const float *pcm, size_t n, qtts_error *e) {
-    if (k->collect) {
-        if (k->n_out + n > k->cap_out) {
-            size_t cap = k->cap_out ? k->cap_out : 1 << 16;
-            while (cap < k->n_out + n) cap *= 2;
-            float *o = realloc(k->out, sizeof(float) * cap);
-            if (!o) return err_set(e, QTTS_ERR_NOMEM, "out of memory collecting audio");
-            k->out = o;
-            k->cap_out = cap;
-        }
-        memcpy(k->out + k->n_out, pcm, sizeof(float) * n);
-        k->n_out += n;
-    }
-    if (n && k->stats) {
-        if (k->stats->n_chunks++ == 0) k->stats->first_audio_ms = now_ms() - k->t0;
-    }
-    k->n_delivered += n;
-    if (k->on_audio && n && k->on_audio(pcm, n, k->user))
-        return err_set(e, QTTS_ERR_CANCELLED, "stopped by the audio callback after %.2f s of audio",
-                       k->n_delivered / 24000.0);
-    return QTTS_OK;
+static void req_release(preq *r) {
+    if (atomic_fetch_sub(&r->refs, 1) != 1) return;
+    free(r->segs);
+    free(r->seg_text);
+    free(r);
 }
 
-typedef struct synth {
-    qtts_context *ctx;
-    const qtts_audio_params *ap;
-    sink *snk;
-    int G, spf;               /* codes per frame, samples per frame */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int32_t *frames;          /* [cap][G] produced frames (guarded by mu) */
-    int n_frames, cap;
-    int done;                 /* generation finished (guarded) */
-    int stop;                 /* consumer asked to stop (guarded) */
-    int n_decoded;            /* frames decoded so far (consumer only) */
-    int32_t *chunk;           /* [max chunk][G] consumer copy */
-    float *pcm;               /* [max chunk * spf] consumer scratch */
-    int max_chunk;
-    qtts_status st;           /* consumer status */
-    qtts_error err;           /* consumer error (written by the consumer only) */
-    qtts_status pst;          /* producer-side status (frame callback, queue) */
-    qtts_error perr;          /* producer-side error (written by the producer only) */
-    int async;                /* overlap on a worker lent by the model's pool (decode_async) */
-    int dec_running;          /* decode_async holds the codec stream (guarded) */
-    ops_ctx serial;           /* one thread, the model's kernels: decode_async's compute */
-} synth;
-
-/* Decode and deliver k frames already copied to s->chunk, computing on ops
- * (NULL: the decoder's own). */
-static qtts_status deliver(synth *s, int k, const ops_ctx *ops) {
-    const double t = now_ms();
-    codec_stream_set_ops(s->ctx->codec, ops);
-    qtts_status st = codec_stream_decode(s->ctx->codec, s->chunk, k, s->pcm, &s->err);
-    s->ctx->stats.decode_ms += now_ms() - t;
-    if (st) return st;
-    s->n_decoded += k;
-    return sink_put(s->snk, s->pcm, (size_t)k * s->spf, &s->err);
+/* Record the request's first failure. */
+static void req_fail(qtts_pipeline *p, preq *r, qtts_status st, const char *fmt, ...) {
+    pthread_mutex_lock(&p->mu);
+    if (!r->st) {
+        r->st = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err, sizeof r->err, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
-static int next_chunk_size(const synth *s) {
-    return s->n_decoded == 0 ? s->ap->first_chunk_frames : s->ap->chunk_frames;
+static qtts_status req_status(qtts_pipeline *p, preq *r) {
+    pthread_mutex_lock(&p->mu);
+    const qtts_status st = r->st;
+    pthread_mutex_unlock(&p->mu);
+    return st;
 }
 
-/* Worker: wait for a full chunk (or the end), copy it out, decode it. */
-static void *consumer(void *arg) {
-    synth *s = arg;
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        int want = next_chunk_size(s);
-        while (!s->done && s->n_frames - s->n_decoded < want) pthread_cond_wait(&s->cv, &s->mu);
-        int avail = s->n_frames - s->n_decoded;
-        int k = avail < want ? avail : want;
-        if (k > 0) memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * k * s->G);
-        const int finished = s->done && avail == k;
-        pthread_mutex_unlock(&s->mu);
-        if (k > 0) {
-            qtts_status st = deliver(s, k, NULL);
-            if (st) {
-                pthread_mutex_lock(&s->mu);
-                s->st = st;
-                s->stop = 1;
-                pthread_mutex_unlock(&s->mu);
-                return NULL;
-            }
-        }
-        if (finished) return NULL;
-    }
-}
-
-/* The decoder on a worker lent by the model's pool (overlap with worker
- * threads): decode the full chunks queued, one after another on this thread,
- * then give the worker back. Past the chunk it was lent for it takes none
- * once generation is done (the generating thread then decodes the rest on
- * all threads). */
-static void decode_async(void *arg) {
-    synth *s = arg;
-    for (int first = 1;; first = 0) {
-        pthread_mutex_lock(&s->mu);
-        const int want = next_chunk_size(s);
-        if (s->stop || (s->done && !first) || s->n_frames - s->n_decoded < want) {
-            s->dec_running = 0;
-            pthread_cond_signal(&s->cv);
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-        memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * want * s->G);
-        pthread_mutex_unlock(&s->mu);
-        const qtts_status st = deliver(s, want, &s->serial);
-        if (st) {
-            pthread_mutex_lock(&s->mu);
-            s->st = st;
-            s->stop = 1;
-            s->dec_running = 0;
-            pthread_cond_signal(&s->cv);
-            pthread_mutex_unlock(&s->mu);
-            return;
-        }
-    }
-}
-
-/* Overlap with a lent worker, on the generating thread after a frame was
- * queued: decode the first chunk here on all threads (the earliest first
- * audio), lend the worker for a later one. 1 = stop generating. */
-static int on_frame_async(synth *s) {
-    const qtts_model *m = s->ctx->model;
-    pthread_mutex_lock(&s->mu);
-    int k = 0, lend = 0;
-    const int stop = s->stop;
-    if (!stop && !s->dec_running && s->n_frames - s->n_decoded >= next_chunk_size(s)) {
-        k = next_chunk_size(s);
-        if (s->n_decoded > 0) lend = s->dec_running = 1;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (stop) return 1;
-    if (lend) {
-        if (ops_async(&m->ops, decode_async, s)) return 0;
-        pthread_mutex_lock(&s->mu); /* the worker is lent elsewhere (qtts_model_lend_thread): decode here */
-        s->dec_running = 0;
-        pthread_mutex_unlock(&s->mu);
-    }
-    if (k) {
-        memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * k * s->G);
-        if ((s->st = deliver(s, k, &m->ops))) return 1;
-    }
-    return 0;
-}
-
-static int on_frame(const int32_t *codes, int idx, void *arg) {
-    synth *s = arg;
-    if (s->ap->on_frame && s->ap->on_frame(codes, idx, s->ap->frame_user)) {
-        s->pst = err_set(&s->perr, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", idx);
+/* Samples to the request's callback. Returns 0, or 1 when the request stops. */
+static int put_audio(qtts_pipeline *p, preq *r, const float *pcm, size_t n, int pause, double decode_ms) {
+    r->decode_ms += decode_ms;
+    if (!n) return 0;
+    if (!pause && r->n_chunks++ == 0) r->first_audio_ms = now_ms() - r->t0;
+    r->n_samples += n;
+    qtts_chunk c = {pcm, n, r->seg, r->n_segs, pause, decode_ms};
+    if (r->on_audio && r->on_audio(&c, r->user)) {
+        atomic_store(&r->cancel, 1);
+        req_fail(p, r, QTTS_ERR_CANCELLED, "stopped by the audio callback after %.2f s of audio",
+                 r->n_samples / (double)codec_decoder_sample_rate_hz(p->m->codec));
         return 1;
     }
-    pthread_mutex_lock(&s->mu);
-    if (s->n_frames == s->cap) {
-        int cap = s->cap * 2;
-        int32_t *f = realloc(s->frames, sizeof(int32_t) * cap * s->G);
-        if (!f) {
-            pthread_mutex_unlock(&s->mu);
-            s->pst = err_set(&s->perr, QTTS_ERR_NOMEM, "out of memory queueing frames");
-            return 1;
-        }
-        s->frames = f;
-        s->cap = cap;
-    }
-    memcpy(s->frames + (size_t)s->n_frames * s->G, codes, sizeof(int32_t) * s->G);
-    s->n_frames++;
-    int stop = s->stop;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    if (s->async) return on_frame_async(s);
-    if (stop || s->ap->overlap) return stop;
-    /* inline decoding (overlap = 0): same chunking, same thread */
-    int want = next_chunk_size(s);
-    if (s->n_frames - s->n_decoded >= want) {
-        memcpy(s->chunk, s->frames + (size_t)s->n_decoded * s->G, sizeof(int32_t) * want * s->G);
-        s->st = deliver(s, want, &s->ctx->model->ops);
-        if (s->st) return 1;
+    return 0;
+}
+
+static int put_pause(qtts_pipeline *p, preq *r, int ms) {
+    static const float zeros[1024];
+    size_t n = (size_t)ms * (size_t)codec_decoder_sample_rate_hz(p->m->codec) / 1000;
+    while (n) {
+        const size_t c = n < 1024 ? n : 1024;
+        if (put_audio(p, r, zeros, c, 1, 0.0)) return 1;
+        n -= c;
     }
     return 0;
 }
 
-/* Reset the context's codec stream for an utterance and, for ICL, prime it
- * with the reference frames (their audio is dropped). *ref_last gets the
- * reference's last sample (for the official cut). */
-static qtts_status audio_prime(qtts_context *ctx, const qtts_gen_params *gp, const qtts_voice *voice, float *ref_last,
-                               qtts_error *e) {
-    const qtts_model *m = ctx->model;
-    if (!ctx->codec)
-        return err_set(e, QTTS_ERR_UNSUPPORTED,
-                       "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
-    codec_stream_reset(ctx->codec);
-    if (!(gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE)) return QTTS_OK;
-    if (voice && qtts_voice_is_icl(voice)) return voice_prime(voice, ctx->codec, ref_last, e);
-    const int spf = codec_decoder_samples_per_frame(m->codec);
-    float *tmp = malloc(sizeof(float) * (size_t)gp->n_ref_frames * spf);
-    if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    qtts_status st = codec_stream_decode(ctx->codec, gp->ref_codes, gp->n_ref_frames, tmp, e);
-    if (!st && ref_last) *ref_last = tmp[(size_t)gp->n_ref_frames * spf - 1];
-    free(tmp);
-    return st;
+static void free_slot(qtts_pipeline *p, slot *sl) {
+    const int index = sl->index;
+    pthread_mutex_lock(&p->mu);
+    sl->r = NULL;
+    atomic_store(&sl->state, SLOT_FREE);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+    if (p->dbg.slot_freed) p->dbg.slot_freed(p->dbg.arg, index);
 }
 
-qtts_status qtts_context_audio_begin(qtts_context *ctx, const qtts_gen_params *gp) {
-    if (!ctx || !gp) return QTTS_ERR_INVALID_ARG;
+/* The request leaves: its outcome to on_done, its slot freed. */
+static void request_end(qtts_pipeline *p, slot *sl, preq *r) {
+    qtts_request_result res;
+    memset(&res, 0, sizeof res);
+    pthread_mutex_lock(&p->mu);
+    res.status = r->st;
+    pthread_mutex_unlock(&p->mu);
+    res.error = res.status ? r->err : "";
+    res.stop_reason = res.status == QTTS_ERR_CANCELLED ? QTTS_STOP_CANCELLED : r->stop;
+    res.n_frames = r->n_frames;
+    res.n_segments = r->n_segs;
+    res.n_capped = r->n_capped;
+    res.n_samples = r->n_samples;
+    if (r->n_ref_frames > 0 && r->n_segs == 1) { /* official cut: int(ref / total * n_total) may fall one sample early */
+        const int total = r->n_ref_frames + r->n_frames;
+        const size_t ref_n = (size_t)r->n_ref_frames * p->spf;
+        res.has_lead_sample = codec_icl_cut_samples(r->n_ref_frames, total, (size_t)total * p->spf) < ref_n;
+        res.lead_sample = r->ref_last;
+    }
+    res.stats = sl->ctx->stats;
+    res.stats.decode_ms = r->decode_ms;
+    res.stats.first_audio_ms = r->first_audio_ms;
+    res.stats.n_chunks = r->n_chunks;
+    sl->ctx->stop_reason = res.stop_reason;
+    sl->ctx->n_capped = r->n_capped;
+    if (r->on_done) r->on_done(&res, r->user);
+    free_slot(p, sl);
+    req_release(r); /* the slot's */
+}
+
+/* ---------------------------------------------------------------- decoding */
+
+static dworker *worker_of(const qtts_pipeline *p, const slot *sl) { return &p->workers[sl->index % p->n_workers]; }
+
+static int slot_is_mine(qtts_pipeline *p, const slot *sl, const preq *r, unsigned epoch) {
+    pthread_mutex_lock(&p->mu);
+    const int mine = sl->r == r && atomic_load(&sl->epoch) == epoch;
+    pthread_mutex_unlock(&p->mu);
+    return mine;
+}
+
+static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const ops_ctx *ops, int nested);
+
+static dtask *pop(dworker *w, int hi_only) {
+    dtask *t = w->hi;
+    if (t) {
+        w->hi = t->next;
+        if (!w->hi) w->hi_tail = NULL;
+        atomic_fetch_sub(&w->n_hi, 1);
+    } else if (!hi_only && (t = w->lo)) {
+        w->lo = t->next;
+        if (!w->lo) w->lo_tail = NULL;
+    }
+    return t;
+}
+
+/* Between two frames of a chunk: anything urgent (a first chunk, a slot to
+ * free) goes first, into its own buffer. */
+static void run_urgent(qtts_pipeline *p, dworker *w) {
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        dtask *u = pop(w, 1);
+        pthread_mutex_unlock(&w->mu);
+        if (!u) return;
+        run_task(p, w, u, w->pcm_urgent, &p->serial, 1);
+    }
+}
+
+/* The end of a segment, on the decode side once its last chunk is out:
+ * collect its generation, then the next segment (after its pause) or the
+ * request's end. */
+static void segment_end(qtts_pipeline *p, slot *sl, preq *r) {
     qtts_error e;
     err_clear(&e);
-    qtts_gen_params v = *gp;
-    if (gp->voice) voice_apply(gp->voice, &v);
-    if (ctx->params.decode_on_model_threads) codec_stream_set_ops(ctx->codec, &ctx->model->ops);
-    qtts_status st = audio_prime(ctx, &v, gp->voice, NULL, &e);
-    codec_stream_set_ops(ctx->codec, NULL);
-    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
-    return st;
+    int nf = 0;
+    const qtts_status st = gen_end(sl->ctx, NULL, &nf, &e);
+    r->n_frames += nf;
+    r->stop = sl->ctx->stop_reason;
+    if (r->stop == QTTS_STOP_LENGTH_CAP) r->n_capped++;
+    if (atomic_load(&sl->failed)) req_fail(p, r, sl->fail_st ? sl->fail_st : QTTS_ERR_NOMEM, "%s", sl->fail_msg);
+    if (st) req_fail(p, r, st, "%s", e.msg);
+    if (atomic_load(&r->cancel)) req_fail(p, r, QTTS_ERR_CANCELLED, "cancelled after %d frames", r->n_frames);
+    if (!req_status(p, r) && r->seg + 1 < r->n_segs && !put_pause(p, r, r->segs[r->seg].pause_after_ms)) {
+        pthread_mutex_lock(&p->mu);
+        r->seg++;
+        sl->wait_seq = ++p->seq;
+        atomic_store(&sl->state, SLOT_WAITING);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+        return;
+    }
+    request_end(p, sl, r);
 }
 
-qtts_status qtts_context_audio_decode(qtts_context *ctx, const int32_t *codes, int n_frames, float *pcm) {
-    if (!ctx || (!codes && n_frames) || (!pcm && n_frames) || n_frames < 0) return QTTS_ERR_INVALID_ARG;
-    qtts_error e;
-    err_clear(&e);
-    if (ctx->params.decode_on_model_threads) codec_stream_set_ops(ctx->codec, &ctx->model->ops);
-    qtts_status st = ctx->codec ? codec_stream_decode(ctx->codec, codes, n_frames, pcm, &e)
-                                : err_set(&e, QTTS_ERR_UNSUPPORTED, "the model was loaded without its codec decoder");
-    codec_stream_set_ops(ctx->codec, NULL);
-    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
-    return st;
-}
-
-/* One piece: prime (ICL), generate with overlapped decoding, flush. Sets
- * *ref_last to the last reference sample (ICL) for the official cut. */
-static qtts_status synth_piece(qtts_context *ctx, const qtts_gen_params *gp, const qtts_voice *voice,
-                               const qtts_audio_params *ap, sink *snk, int *n_frames_out, float *ref_last,
-                               qtts_error *e) {
-    const qtts_model *m = ctx->model;
-    synth s;
-    memset(&s, 0, sizeof s);
-    s.ctx = ctx;
-    s.ap = ap;
-    s.snk = snk;
-    s.G = m->cfg.n_code_groups;
-    s.spf = codec_decoder_samples_per_frame(m->codec);
-    s.cap = 256;
-    s.max_chunk = ap->first_chunk_frames > ap->chunk_frames ? ap->first_chunk_frames : ap->chunk_frames;
-    s.frames = malloc(sizeof(int32_t) * s.cap * s.G);
-    s.chunk = malloc(sizeof(int32_t) * s.max_chunk * s.G);
-    s.pcm = malloc(sizeof(float) * (size_t)s.max_chunk * s.spf);
-    qtts_status st = QTTS_OK;
-    pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
-    if (!s.frames || !s.chunk || !s.pcm) {
-        st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    /* Priming, and decoding between frames (overlap = 0), run on this thread
-     * while generation waits: they get all the model's threads. With overlap
-     * a worker of the model's pool is lent to the decoder (decode_async), or,
-     * when the model has no workers, a thread of its own runs it on the
-     * decoder's own pool (consumer). */
-    codec_stream_set_ops(ctx->codec, &m->ops);
-    if ((st = audio_prime(ctx, gp, voice, ref_last, e))) goto done;
-    qtts_audio_params local = *ap;
-    if (local.overlap < 0) local.overlap = m->ops.n_threads > 1;
-    s.ap = &local;
-    pthread_t th;
-    int have_thread = 0;
-    if (local.overlap && m->ops.n_threads > 1) {
-        s.async = 1;
-        s.serial = m->ops;
-        s.serial.n_threads = 1;
-        s.serial.rt = NULL;
-    } else if (local.overlap) {
-        if (pthread_create(&th, NULL, consumer, &s) != 0) local.overlap = 0;
-        else have_thread = 1;
-    }
-    int n_frames = 0;
-    qtts_status gst = qtts_generate_codes(ctx, gp, on_frame, &s, NULL, &n_frames);
-    pthread_mutex_lock(&s.mu);
-    s.done = 1;
-    pthread_cond_signal(&s.cv);
-    while (s.dec_running) pthread_cond_wait(&s.cv, &s.mu); /* decode_async touches s no more */
-    pthread_mutex_unlock(&s.mu);
-    if (have_thread) pthread_join(th, NULL);
-    else
-        while (!s.st && s.n_frames > s.n_decoded) {
-            int c = next_chunk_size(&s), k = s.n_frames - s.n_decoded;
-            if (c > k) c = k;
-            memcpy(s.chunk, s.frames + (size_t)s.n_decoded * s.G, sizeof(int32_t) * c * s.G);
-            s.st = deliver(&s, c, &m->ops);
+/* Decode a task's frames into pcm on ops and deliver them; a final task then
+ * ends its segment. nested: run between two frames of another task (no
+ * further nesting). */
+static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const ops_ctx *ops, int nested) {
+    slot *sl = t->sl;
+    preq *r = t->r;
+    const int mine = slot_is_mine(p, sl, r, t->epoch); /* a task of a cancelled request may linger */
+    const int live = mine && !atomic_load(&r->cancel) && !atomic_load(&sl->failed);
+    if (live && t->n) {
+        /* A decode thread decodes frame by frame so that an urgent task waits
+         * at most one frame; on the driving thread nothing can arrive
+         * meanwhile, so the chunk goes in one call (the decoder's early
+         * stages are a few steps long per frame, its pre-transformer reads
+         * its weights once per call). */
+        const int per_call = w ? 1 : t->n;
+        const double t0 = now_ms();
+        int done = 0;
+        codec_stream_set_ops(sl->ctx->codec, ops);
+        while (done < t->n) {
+            if (done > 0 && w && !nested && atomic_load(&w->n_hi) > 0) {
+                run_urgent(p, w);
+                /* one of them may have been this request's last task (it was
+                 * cancelled): then the slot is free, perhaps another's, and its
+                 * context is not ours to decode into */
+                if (atomic_load(&r->cancel) || !slot_is_mine(p, sl, r, t->epoch)) break;
+                codec_stream_set_ops(sl->ctx->codec, ops);
+            }
+            const int k = t->n - done < per_call ? t->n - done : per_call;
+            qtts_error e;
+            err_clear(&e);
+            qtts_status st = codec_stream_decode(sl->ctx->codec, t->codes + (size_t)done * p->G, k,
+                                                 pcm + (size_t)done * p->spf, &e);
+            if (st) {
+                sl->fail_st = st;
+                snprintf(sl->fail_msg, sizeof sl->fail_msg, "decoding audio failed: %.900s", e.msg);
+                atomic_store(&sl->failed, 1);
+                break;
+            }
+            done += k;
+            if (w && p->dbg.frame_decoded) p->dbg.frame_decoded(p->dbg.arg, sl->index, done, t->n);
         }
-    if (s.st) { /* the consumer's own failure or stop wins over the generator's cancel */
-        st = s.st;
-        *e = s.err;
-    } else if (s.pst) {
-        st = s.pst;
-        *e = s.perr;
-    } else if (gst) {
-        st = gst;
-        snprintf(e->msg, sizeof e->msg, "%s", ctx->err);
+        codec_stream_set_ops(sl->ctx->codec, NULL);
+        if (done == t->n) {
+            if (put_audio(p, r, pcm, (size_t)t->n * p->spf, 0, now_ms() - t0)) atomic_store(&sl->failed, 1);
+        }
     }
-    if (n_frames_out) *n_frames_out = s.n_frames;
-done:
-    codec_stream_set_ops(ctx->codec, NULL);
-    pthread_mutex_destroy(&s.mu);
-    pthread_cond_destroy(&s.cv);
-    free(s.frames);
-    free(s.chunk);
-    free(s.pcm);
-    return st;
+    /* A final task lives in its slot (sl->final_task): once the slot is let
+     * go the driver may admit the next segment and write its final task
+     * there, so nothing of t is touched after segment_end. */
+    const int allocated = t != &sl->final_task;
+    const int final = t->final;
+    free(t->codes);
+    t->codes = NULL;
+    if (allocated) free(t);
+    if (final && mine) segment_end(p, sl, r);
+    req_release(r); /* the task's */
 }
 
-static qtts_status validate_audio(const qtts_audio_params *ap, qtts_error *e) {
-    if (ap->first_chunk_frames < 1 || ap->chunk_frames < 1 || ap->first_chunk_frames > 4096 || ap->chunk_frames > 4096)
-        return err_set(e, QTTS_ERR_INVALID_ARG, "chunk sizes must be in [1, 4096] frames (got first %d, then %d)",
-                       ap->first_chunk_frames, ap->chunk_frames);
+/* Hand the slot's pending frames (copied) to decoding; hi = ahead of the
+ * chunks. A final task always gets through (it is the slot's own). On the
+ * driving thread (no decode threads, or inline) it runs at once. */
+static void send_frames(qtts_pipeline *p, slot *sl, int final, int hi, int inline_now) {
+    dtask *t = final ? &sl->final_task : calloc(1, sizeof *t);
+    int32_t *codes = t && sl->n_pending ? malloc(sizeof(int32_t) * (size_t)sl->n_pending * p->G) : NULL;
+    if (!t || (sl->n_pending && !codes)) { /* out of memory: the stream ends with it */
+        sl->fail_st = QTTS_ERR_NOMEM;
+        snprintf(sl->fail_msg, sizeof sl->fail_msg, "out of memory queueing frames");
+        atomic_store(&sl->failed, 1);
+        if (!final) {
+            free(t);
+            sl->n_pending = 0;
+            return;
+        }
+    }
+    memset(t, 0, sizeof *t);
+    if (codes) memcpy(codes, sl->pending, sizeof(int32_t) * (size_t)sl->n_pending * p->G);
+    t->sl = sl;
+    t->r = sl->r;
+    t->epoch = atomic_load(&sl->epoch);
+    atomic_fetch_add(&t->r->refs, 1);
+    t->codes = codes;
+    t->n = codes ? sl->n_pending : 0;
+    t->final = final;
+    sl->n_sent += t->n;
+    sl->n_pending = 0;
+    if (p->n_workers == 0 || inline_now) {
+        run_task(p, NULL, t, p->pcm_inline, &p->m->ops, 0);
+        return;
+    }
+    dworker *w = worker_of(p, sl);
+    pthread_mutex_lock(&w->mu);
+    dtask **head = hi ? &w->hi : &w->lo, **tail = hi ? &w->hi_tail : &w->lo_tail;
+    if (*tail) (*tail)->next = t;
+    else *head = t;
+    *tail = t;
+    if (hi) atomic_fetch_add(&w->n_hi, 1);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void *worker_main(void *arg) {
+    dworker *w = arg;
+    qtts_pipeline *p = w->p;
+    int lent = 0;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        dtask *t = pop(w, 0);
+        if (!t && lent) { /* nothing queued: give the worker back before waiting */
+            pthread_mutex_unlock(&w->mu);
+            pool_lend_give_back(&w->lend);
+            lent = 0;
+            continue;
+        }
+        while (!t && !w->stop) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            t = pop(w, 0);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (!t) break; /* stopping and nothing left */
+        if (p->share && !lent) lent = pool_lend_take(&w->lend, &p->m->ops);
+        run_task(p, w, t, w->pcm, &p->serial, 0);
+    }
+    if (lent) pool_lend_give_back(&w->lend);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- the step */
+
+static int chunk_want(const slot *sl) {
+    return sl->n_sent == 0 ? sl->r->ap.first_chunk_frames : sl->r->ap.chunk_frames;
+}
+
+static int on_frame(const int32_t *codes, int idx, void *u) {
+    slot *sl = u;
+    qtts_pipeline *p = sl->p;
+    preq *r = sl->r;
+    if (r->ap.on_frame && r->ap.on_frame(codes, idx, r->ap.frame_user)) {
+        req_fail(p, r, QTTS_ERR_CANCELLED, "stopped by the frame callback after %d frames", r->n_frames + idx);
+        atomic_store(&r->cancel, 1);
+    }
+    if (atomic_load(&r->cancel) || atomic_load(&sl->failed)) return 1;
+    memcpy(sl->pending + (size_t)sl->n_pending * p->G, codes, sizeof(int32_t) * p->G);
+    sl->n_pending++;
+    sl->n_new++;
+    /* A stream's first chunk is decoded here, as soon as its frames exist,
+     * not after the rest of the step: its first audio comes that much
+     * sooner. The model's pool is idle between the step's phases; the time
+     * is taken out of the step's (cb_decode_ms). */
+    if (sl->n_sent == 0 && sl->n_pending >= chunk_want(sl) && (p->n_workers == 0 || p->last.n_streams == 1)) {
+        const double t = now_ms();
+        send_frames(p, sl, 0, 1, 1);
+        p->cb_decode_ms += now_ms() - t;
+    }
+    return 0;
+}
+
+/* Prefill the current segment of the request in slot sl (WAITING, taken by
+ * the caller) and start its generation. */
+static void admit(qtts_pipeline *p, slot *sl) {
+    preq *r = sl->r;
+    qtts_context *c = sl->ctx;
+    const qtts_model *m = p->m;
+    qtts_error e;
+    err_clear(&e);
+    sl->n_pending = sl->n_sent = 0;
+    atomic_store(&sl->failed, 0);
+    sl->fail_st = QTTS_OK;
+    sl->fail_msg[0] = 0;
+    atomic_fetch_add(&sl->epoch, 1);
+    qtts_gen_params gp = r->gp;
+    if (r->segs) {
+        const text_piece *sg = &r->segs[r->seg];
+        const size_t l = sg->end - sg->begin;
+        memcpy(r->seg_text, r->gp.text + sg->begin, l);
+        r->seg_text[l] = 0;
+        gp.text = r->seg_text;
+        gp.seed = r->gp.seed + (uint64_t)r->seg;
+        if (r->n_segs > 1) model_log(m, QTTS_LOG_DEBUG, "segment %d/%d: %s", r->seg + 1, r->n_segs, r->seg_text);
+    }
+    qtts_status st = QTTS_OK;
+    if (atomic_load(&r->cancel)) st = QTTS_ERR_CANCELLED;
+    else if (r->ap.on_segment && r->ap.on_segment(r->seg, r->n_segs, gp.text ? gp.text : "", r->ap.segment_user))
+        st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the segment callback before segment %d", r->seg + 1);
+    if (!st) {
+        if (r->seg == 0) memset(&c->stats, 0, sizeof c->stats);
+        c->keep_stats = 1;
+        const double t0 = now_ms();
+        voice_spec vs;
+        float ref_last = 0.0f;
+        st = voice_resolve(m, &gp, &vs, &e);
+        if (!st) {
+            codec_stream_set_ops(c->codec, &m->ops); /* generation waits: all threads */
+            st = voice_prime(&vs, c->codec, &ref_last, &e);
+            codec_stream_set_ops(c->codec, NULL);
+        }
+        if (!st && r->seg == 0 && voice_is_icl(&vs)) {
+            r->n_ref_frames = vs.n_ref_frames;
+            r->ref_last = ref_last;
+        }
+        if (!st) st = gen_begin(c, &gp, on_frame, sl, 0, &e);
+        if (!st) {
+            p->last.n_prefills++;
+            p->last.prefill_ms += now_ms() - t0;
+            p->last.n_prompt += c->stats.n_prompt;
+            p->last.n_prompt_reused += c->stats.n_prompt_reused;
+        }
+    }
+    if (st) {
+        req_fail(p, r, st, "%s", st == QTTS_ERR_CANCELLED && !e.msg[0] ? "cancelled before it started" : e.msg);
+        request_end(p, sl, r);
+        return;
+    }
+    atomic_store(&sl->state, SLOT_ACTIVE);
+}
+
+/* The WAITING slot that waited longest, or NULL. */
+static slot *next_waiting(qtts_pipeline *p) {
+    slot *best = NULL;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        if (atomic_load(&sl->state) == SLOT_WAITING && (!best || sl->wait_seq < best->wait_seq)) best = sl;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return best;
+}
+
+int qtts_pipeline_step(qtts_pipeline *p) {
+    if (!p) return 0;
+    memset(&p->last, 0, sizeof p->last);
+    /* prefills: oldest waiting segment first, until the budget is spent */
+    const double t_adm = now_ms();
+    for (slot *sl; (sl = next_waiting(p));) {
+        admit(p, sl);
+        if (now_ms() - t_adm >= p->p.prefill_budget_ms) break;
+    }
+    /* leavers: cancelled requests stop generating */
+    int n = 0;
+    for (int i = 0; i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
+        gen_state *g = &sl->ctx->gs;
+        if (g->active && atomic_load(&sl->r->cancel)) {
+            err_set(&g->err, QTTS_ERR_CANCELLED, "cancelled after %d frames", g->n_out);
+            g->status = QTTS_ERR_CANCELLED;
+            g->active = 0;
+            sl->ctx->stop_reason = QTTS_STOP_CANCELLED;
+        }
+        sl->n_new = 0;
+        if (g->active) p->cs[n++] = sl->ctx;
+    }
+    /* one frame for every generating stream */
+    if (n > 0) {
+        p->last.n_streams = n;
+        p->cb_decode_ms = 0;
+        const double t = now_ms();
+        gen_step(p->cs, n, p->step_ss);
+        p->last.step_ms = now_ms() - t - p->cb_decode_ms;
+        for (int i = 0; i < p->n_slots; i++)
+            if (atomic_load(&p->slots[i].state) == SLOT_ACTIVE) p->last.n_frames += p->slots[i].n_new;
+        if (p->dbg.stepped) p->dbg.stepped(p->dbg.arg, n);
+    }
+    /* frames to decoding, finished segments drained; first chunks and
+     * cancellations first */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < p->n_slots; i++) {
+            slot *sl = &p->slots[i];
+            if (atomic_load(&sl->state) != SLOT_ACTIVE) continue;
+            const int urgent = sl->n_sent == 0 || atomic_load(&sl->r->cancel);
+            if (urgent != (pass == 0)) continue;
+            if (!sl->ctx->gs.active) {
+                atomic_store(&sl->state, SLOT_DRAINING);
+                send_frames(p, sl, 1, urgent, 0);
+            } else if (sl->n_pending >= chunk_want(sl)) {
+                send_frames(p, sl, 0, urgent, 0);
+            }
+        }
+    return qtts_pipeline_n_requests(p);
+}
+
+int qtts_pipeline_busy(const qtts_pipeline *p) {
+    if (!p) return 0;
+    for (int i = 0; i < p->n_slots; i++) {
+        const int st = atomic_load(&p->slots[i].state);
+        if (st == SLOT_WAITING || st == SLOT_ACTIVE) return 1;
+    }
+    return 0;
+}
+
+int qtts_pipeline_n_free(const qtts_pipeline *p) {
+    int n = 0;
+    for (int i = 0; p && i < p->n_slots; i++) n += atomic_load(&p->slots[i].state) == SLOT_FREE;
+    return n;
+}
+
+int qtts_pipeline_n_requests(const qtts_pipeline *p) { return p ? p->n_slots - qtts_pipeline_n_free(p) : 0; }
+
+void qtts_pipeline_wait(qtts_pipeline *p, int timeout_ms) {
+    if (!p) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&p->mu);
+    while (!qtts_pipeline_busy(p) && qtts_pipeline_n_requests(p) > 0)
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) break;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void qtts_pipeline_cancel(qtts_pipeline *p, uint64_t id) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++)
+        if (p->slots[i].r && p->slots[i].r->id == id) atomic_store(&p->slots[i].r->cancel, 1);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void qtts_pipeline_last_step(const qtts_pipeline *p, qtts_step_info *info) {
+    if (!info) return;
+    if (p) *info = p->last;
+    else memset(info, 0, sizeof *info);
+}
+
+/* ---------------------------------------------------------------- requests in */
+
+/* What a prompt's voice prefix depends on (MODEL.md, "voice prefix reuse"):
+ * the speaker, the cloned voice, the instruction, the language and the text
+ * mode. Equal keys mean the slot's context very likely holds the K/V of this
+ * request's voice prefix; generation compares the actual rows, so a collision
+ * or a stale pointer costs only a missed reuse, never a wrong result. */
+static uint64_t fnv(uint64_t h, const void *v, size_t n) {
+    const unsigned char *b = v;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t fnv_str(uint64_t h, const char *str, int fold) { /* fold: names matched in any case */
+    h = fnv(h, str ? "s" : "-", 1);
+    for (; str && *str; str++) {
+        const char c = fold ? (char)tolower((unsigned char)*str) : *str;
+        h = fnv(h, &c, 1);
+    }
+    return fnv(h, "", 1);
+}
+static uint64_t voice_key(const qtts_gen_params *gp) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv_str(h, gp->speaker, 1);
+    h = fnv_str(h, gp->instruct, 0);
+    h = fnv_str(h, gp->language, 1);
+    h = fnv(h, &gp->voice, sizeof gp->voice);
+    h = fnv(h, &gp->xvector, sizeof gp->xvector);
+    h = fnv(h, &gp->text_mode, sizeof gp->text_mode);
+    return h ? h : 1;
+}
+
+/* The free slot for a request with voice key k: one whose context last served
+ * the same voice (its prefix is reused), else the one unused longest. */
+static slot *pick_slot(qtts_pipeline *p, uint64_t k) {
+    slot *best = NULL;
+    for (int i = 0; i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        if (atomic_load(&sl->state) != SLOT_FREE) continue;
+        if (sl->voice_key == k) return sl;
+        if (!best || sl->last_admit < best->last_admit) best = sl;
+    }
+    return best;
+}
+
+qtts_status audio_params_validate(const qtts_audio_params *ap, qtts_error *e) {
+    if (ap->first_chunk_frames < 1 || ap->chunk_frames < 1 || ap->first_chunk_frames > MAX_CHUNK ||
+        ap->chunk_frames > MAX_CHUNK)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "chunk sizes must be in [1, %d] frames (got first %d, then %d)",
+                       MAX_CHUNK, ap->first_chunk_frames, ap->chunk_frames);
     if (ap->overlap < -1 || ap->overlap > 1)
         return err_set(e, QTTS_ERR_INVALID_ARG, "overlap must be -1 (auto), 0 or 1 (got %d)", ap->overlap);
-    if (ap->split_text && ap->max_piece_chars < 16)
-        return err_set(e, QTTS_ERR_INVALID_ARG, "max_piece_chars must be >= 16 (got %d)", ap->max_piece_chars);
-    if (ap->sentence_pause_ms < 0 || ap->paragraph_pause_ms < 0 || ap->sentence_pause_ms > 10000 ||
-        ap->paragraph_pause_ms > 10000)
-        return err_set(e, QTTS_ERR_INVALID_ARG, "pauses must be in [0, 10000] ms");
+    const qtts_split_params *sp = &ap->split;
+    if (sp->enabled && sp->max_chars < 16)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "the longest segment must be >= 16 characters (got %d)", sp->max_chars);
+    if (sp->sentence_pause_ms < 0 || sp->paragraph_pause_ms < 0 || sp->sentence_pause_ms > 10000 ||
+        sp->paragraph_pause_ms > 10000)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "pauses must be in [0, 10000] ms (got %d and %d)", sp->sentence_pause_ms,
+                       sp->paragraph_pause_ms);
     return QTTS_OK;
 }
 
-static qtts_status put_silence(sink *k, int ms, qtts_error *e) {
-    static const float zeros[1024];
-    size_t n = (size_t)ms * 24;
-    while (n) {
-        size_t c = n < 1024 ? n : 1024;
-        qtts_status st = sink_put(k, zeros, c, e);
-        if (st) return st;
-        n -= c;
+static qtts_status add(qtts_pipeline *p, const qtts_request *rq, uint64_t *id, qtts_error *e) {
+    if (!rq || !rq->gen) return err_set(e, QTTS_ERR_INVALID_ARG, "a request needs its generation parameters");
+    if (!p->m->codec)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
+    const qtts_audio_params ap = rq->audio ? *rq->audio : qtts_audio_default_params();
+    qtts_status st = audio_params_validate(&ap, e);
+    if (st) return st;
+    voice_spec vs;
+    if ((st = voice_resolve(p->m, rq->gen, &vs, e))) return st;
+    const qtts_gen_params *gp = rq->gen;
+    text_piece *segs = NULL;
+    int n_segs = 1;
+    if (gp->text && !gp->text_ids && ap.split.enabled) {
+        text_split_params tp = {ap.split.max_chars, ap.split.sentence_pause_ms, ap.split.paragraph_pause_ms};
+        if ((st = text_split(gp->text, strlen(gp->text), &tp, &segs, &n_segs, e))) return st;
+        if (n_segs == 0) {
+            free(segs);
+            return err_set(e, QTTS_ERR_INPUT, "empty text: nothing to say");
+        }
     }
+    preq *r = calloc(1, sizeof *r);
+    char *seg_text = segs ? malloc(strlen(gp->text) + 1) : NULL;
+    if (!r || (segs && !seg_text)) {
+        free(r);
+        free(seg_text);
+        free(segs);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    r->gp = *gp;
+    r->ap = ap;
+    r->on_audio = rq->on_audio;
+    r->on_done = rq->on_done;
+    r->user = rq->user;
+    r->segs = segs;
+    r->n_segs = n_segs;
+    r->seg_text = seg_text;
+    atomic_init(&r->cancel, 0);
+    atomic_init(&r->refs, 1);
+    r->t0 = now_ms();
+    const uint64_t key = voice_key(gp);
+    pthread_mutex_lock(&p->mu);
+    slot *sl = pick_slot(p, key);
+    if (sl) {
+        r->id = ++p->next_id;
+        sl->r = r;
+        sl->voice_key = key;
+        sl->last_admit = ++p->n_admitted;
+        sl->wait_seq = ++p->seq;
+        atomic_store(&sl->state, SLOT_WAITING);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!sl) {
+        req_release(r);
+        return err_set(e, QTTS_ERR_LIMIT, "the pipeline is full (%d requests)", p->n_slots);
+    }
+    if (id) *id = r->id;
     return QTTS_OK;
 }
 
-qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const qtts_audio_params *audio,
-                            qtts_audio_fn on_audio, void *user, float **pcm_out, size_t *n_samples) {
-    if (!ctx || !gp) return QTTS_ERR_INVALID_ARG;
-    if (pcm_out) *pcm_out = NULL;
-    if (n_samples) *n_samples = 0;
-    qtts_audio_params ap = audio ? *audio : qtts_audio_default_params();
+qtts_status qtts_pipeline_add(qtts_pipeline *p, const qtts_request *r, uint64_t *id, char *errbuf, size_t n) {
+    if (!p) return QTTS_ERR_INVALID_ARG;
     qtts_error e;
     err_clear(&e);
-    qtts_status st = QTTS_OK;
-    const qtts_model *m = ctx->model;
-    memset(&ctx->stats, 0, sizeof ctx->stats);
-    sink snk = {&ctx->stats, now_ms(), on_audio, user, pcm_out != NULL, NULL, 0, 0, 0};
-    text_piece *pieces = NULL;
-    int n_pieces = 1;
-    char *piece_text = NULL;
-    ctx->n_capped = 0;
-    ctx->stop_reason = QTTS_STOP_NONE;
-    if (!ctx->codec) {
-        st = err_set(&e, QTTS_ERR_UNSUPPORTED,
-                     "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
-        goto out;
-    }
-    if ((st = validate_audio(&ap, &e))) goto out;
-    qtts_gen_params vgp;
-    const qtts_voice *voice = gp->voice;
-    if (gp->voice) { /* resolve the voice here so ICL priming sees its reference codes */
-        if (gp->xvector || gp->ref_codes) {
-            st = err_set(&e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
-            goto out;
-        }
-        vgp = *gp;
-        voice_apply(gp->voice, &vgp);
-        vgp.voice = NULL;
-        gp = &vgp;
-    }
-    if (gp->text && !gp->text_ids && ap.split_text) {
-        text_split_params tp = {ap.max_piece_chars, ap.sentence_pause_ms, ap.paragraph_pause_ms};
-        if ((st = text_split(gp->text, strlen(gp->text), &tp, &pieces, &n_pieces, &e))) goto out;
-        if (n_pieces == 0) {
-            st = err_set(&e, QTTS_ERR_INPUT, "empty text: nothing to say");
-            goto out;
-        }
-        piece_text = malloc(strlen(gp->text) + 1);
-        if (!piece_text) {
-            st = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
-            goto out;
-        }
-    }
-    float ref_last = 0.0f;
-    int n_frames = 0;
-    for (int i = 0; i < n_pieces && !st; i++) {
-        qtts_gen_params pp = *gp;
-        if (pieces) {
-            size_t l = pieces[i].end - pieces[i].begin;
-            memcpy(piece_text, gp->text + pieces[i].begin, l);
-            piece_text[l] = 0;
-            pp.text = piece_text;
-            pp.seed = gp->seed + (uint64_t)i;
-            if (n_pieces > 1) model_log(m, QTTS_LOG_DEBUG, "piece %d/%d: %s", i + 1, n_pieces, piece_text);
-        }
-        if (ap.on_piece && ap.on_piece(i, n_pieces, pp.text ? pp.text : "", ap.piece_user)) {
-            st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the piece callback before piece %d", i + 1);
-            ctx->stop_reason = QTTS_STOP_CANCELLED;
-            break;
-        }
-        ctx->keep_stats = 1;
-        st = synth_piece(ctx, &pp, voice, &ap, &snk, &n_frames, &ref_last, &e);
-        ctx->keep_stats = 0;
-        if (ctx->stop_reason == QTTS_STOP_LENGTH_CAP) ctx->n_capped++;
-        if (!st && pieces && pieces[i].pause_after_ms > 0 && i + 1 < n_pieces)
-            st = put_silence(&snk, pieces[i].pause_after_ms, &e);
-    }
-    if (st == QTTS_ERR_CANCELLED) ctx->stop_reason = QTTS_STOP_CANCELLED;
-    if (!st && snk.collect && n_pieces == 1 && gp->ref_codes && gp->n_ref_frames > 0 && m->cfg.type == QTTS_MODEL_BASE) {
-        /* official cut: int(ref / total * n_total) may fall one sample before the reference end */
-        const int spf = codec_decoder_samples_per_frame(m->codec);
-        const int total = gp->n_ref_frames + n_frames;
-        const size_t ref_n = (size_t)gp->n_ref_frames * spf;
-        const size_t cut = codec_icl_cut_samples(gp->n_ref_frames, total, (size_t)total * spf);
-        if (cut < ref_n) {
-            snk.on_audio = NULL; /* the extra sample goes to the returned waveform only */
-            snk.stats = NULL;
-            if ((st = sink_put(&snk, &ref_last, 1, &e)) == QTTS_OK) {
-                memmove(snk.out + 1, snk.out, sizeof(float) * (snk.n_out - 1));
-                snk.out[0] = ref_last;
-            }
-        }
-    }
-    if (!st || st == QTTS_ERR_CANCELLED) {
-        if (pcm_out) {
-            *pcm_out = snk.out;
-            snk.out = NULL;
-        }
-        if (n_samples) *n_samples = snk.collect ? snk.n_out : snk.n_delivered;
-    }
-out:
-    free(snk.out);
-    free(pieces);
-    free(piece_text);
-    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
+    const qtts_status st = add(p, r, id, &e);
+    if (st && errbuf && n) snprintf(errbuf, n, "%s", e.msg);
     return st;
 }
 
-qtts_status qtts_decode_codes(qtts_context *ctx, const int32_t *codes, int n_frames, float **pcm, size_t *n_samples) {
-    if (!ctx || !pcm || !n_samples || (!codes && n_frames)) return QTTS_ERR_INVALID_ARG;
-    *pcm = NULL;
-    *n_samples = 0;
-    qtts_error e;
-    err_clear(&e);
-    qtts_status st = QTTS_OK;
-    if (!ctx->codec) {
-        st = err_set(&e, QTTS_ERR_UNSUPPORTED, "the model was loaded without its speech_tokenizer/ decoder");
-    } else if (n_frames < 0) {
-        st = err_set(&e, QTTS_ERR_INVALID_ARG, "n_frames must be >= 0");
-    } else {
-        const size_t n = (size_t)n_frames * codec_decoder_samples_per_frame(ctx->model->codec);
-        float *out = malloc(sizeof(float) * (n ? n : 1));
-        if (!out) st = err_set(&e, QTTS_ERR_NOMEM, "out of memory for %zu samples", n);
-        else {
-            codec_stream_reset(ctx->codec);
-            codec_stream_set_ops(ctx->codec, &ctx->model->ops); /* nothing else runs: all threads */
-            st = codec_stream_decode(ctx->codec, codes, n_frames, out, &e);
-            codec_stream_set_ops(ctx->codec, NULL);
-            if (st) free(out);
-            else {
-                *pcm = out;
-                *n_samples = n;
-            }
+/* ---------------------------------------------------------------- life cycle */
+
+static void stop_workers(qtts_pipeline *p) {
+    for (int i = 0; p->workers && i < p->n_workers; i++) { /* they finish their queues first */
+        dworker *w = &p->workers[i];
+        if (!w->have_thread) continue;
+        pthread_mutex_lock(&w->mu);
+        w->stop = 1;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->th, NULL);
+        w->have_thread = 0;
+    }
+}
+
+void qtts_pipeline_free(qtts_pipeline *p) {
+    if (!p) return;
+    /* every request ends: generating ones drain, waiting ones end now (the
+     * decode side never touches a WAITING or ACTIVE slot; a DRAINING one is
+     * its own and ends when it sees the cancel) */
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; p->slots && i < p->n_slots; i++) {
+        preq *r = p->slots[i].r;
+        if (!r) continue;
+        atomic_store(&r->cancel, 1);
+        if (!r->st) {
+            r->st = QTTS_ERR_CANCELLED;
+            snprintf(r->err, sizeof r->err, "the pipeline was freed");
         }
     }
-    snprintf(ctx->err, sizeof ctx->err, "%s", st ? e.msg : "");
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; p->slots && i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        const int st = atomic_load(&sl->state);
+        if (st == SLOT_WAITING) {
+            request_end(p, sl, sl->r);
+        } else if (st == SLOT_ACTIVE) {
+            gen_state *g = &sl->ctx->gs;
+            if (g->active) {
+                err_set(&g->err, QTTS_ERR_CANCELLED, "cancelled");
+                g->status = QTTS_ERR_CANCELLED;
+                g->active = 0;
+            }
+            atomic_store(&sl->state, SLOT_DRAINING);
+            send_frames(p, sl, 1, 1, 0);
+        }
+    }
+    stop_workers(p);
+    /* a drained segment may have made its slot WAITING just before it saw the cancel */
+    for (int i = 0; p->slots && i < p->n_slots; i++)
+        if (atomic_load(&p->slots[i].state) == SLOT_WAITING) request_end(p, &p->slots[i], p->slots[i].r);
+    for (int i = 0; p->workers && i < p->n_workers; i++) {
+        dworker *w = &p->workers[i];
+        if (w->lend_init) pool_lend_free(&w->lend);
+        free(w->pcm);
+        free(w->pcm_urgent);
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+    }
+    for (int i = 0; p->slots && i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        if (sl->ctx) sl->ctx->keep_stats = 0;
+        if (!p->borrowed) qtts_context_free(sl->ctx);
+        free(sl->pending);
+    }
+    if (!p->borrowed) step_scratch_free(&p->ss);
+    free(p->workers);
+    free(p->slots);
+    free(p->cs);
+    free(p->pcm_inline);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}
+
+static qtts_status create(qtts_model *m, qtts_context *borrowed, const qtts_pipeline_params *params,
+                          qtts_pipeline **out, qtts_error *e) {
+    *out = NULL;
+    qtts_pipeline_params pp = params ? *params : qtts_pipeline_default_params();
+    if (pp.max_streams < 1 || pp.max_streams > QTTS_MAX_BATCH)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "max_streams must be in [1, %d] (got %d)", QTTS_MAX_BATCH,
+                       pp.max_streams);
+    if (pp.decode_threads < -1 || pp.decode_threads > 64 || pp.decode_share_cores < -1 || pp.decode_share_cores > 1 ||
+        pp.prefill_budget_ms < 0 || pp.n_ctx < 0)
+        return err_set(e, QTTS_ERR_INVALID_ARG,
+                       "decode threads must be in [-1, 64], decode_share_cores -1, 0 or 1, the prefill budget >= 0 ms "
+                       "and n_ctx >= 0");
+    if (!m->codec)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "the model was loaded without its speech_tokenizer/ decoder, so it cannot make audio");
+    qtts_pipeline *p = calloc(1, sizeof *p);
+    if (!p) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    p->m = m;
+    p->p = pp;
+    if (pp.debug) p->dbg = *pp.debug;
+    p->G = m->cfg.n_code_groups;
+    p->spf = codec_decoder_samples_per_frame(m->codec);
+    p->n_slots = pp.max_streams;
+    const int n_threads = m->ops.n_threads;
+    p->n_workers = pp.decode_threads < 0 ? n_threads > 1 : pp.decode_threads;
+    if (p->n_workers > p->n_slots) p->n_workers = p->n_slots;
+    const long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->share = p->n_workers > 0 &&
+               (pp.decode_share_cores < 0 ? n_cpus > 0 && n_threads + p->n_workers > n_cpus : pp.decode_share_cores);
+    p->serial = m->ops;
+    p->serial.n_threads = 1;
+    p->serial.rt = NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    p->slots = calloc((size_t)p->n_slots, sizeof *p->slots);
+    p->cs = calloc((size_t)p->n_slots, sizeof *p->cs);
+    p->pcm_inline = malloc(sizeof(float) * MAX_CHUNK * (size_t)p->spf);
+    p->workers = p->n_workers ? calloc((size_t)p->n_workers, sizeof *p->workers) : NULL;
+    qtts_status st = p->slots && p->cs && p->pcm_inline && (p->workers || !p->n_workers)
+                         ? QTTS_OK
+                         : err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    if (!st && borrowed) {
+        p->borrowed = 1;
+        p->step_ss = &borrowed->ss;
+    } else if (!st) {
+        st = step_scratch_init(&p->ss, m, p->n_slots, e);
+        p->step_ss = &p->ss;
+    }
+    qtts_context_params cp = qtts_context_default_params();
+    cp.n_ctx = pp.n_ctx;
+    cp.reuse_voice_prefix = pp.reuse_voice_prefix;
+    for (int i = 0; !st && i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        sl->p = p;
+        sl->index = i;
+        atomic_init(&sl->state, SLOT_FREE);
+        atomic_init(&sl->failed, 0);
+        atomic_init(&sl->epoch, 0);
+        if (borrowed) sl->ctx = borrowed;
+        else if ((st = qtts_context_new(m, &cp, &sl->ctx)))
+            err_set(e, st, "cannot make the context of stream %d: %s", i, qtts_model_last_error(m));
+        sl->pending = malloc(sizeof(int32_t) * MAX_CHUNK * (size_t)p->G);
+        if (!st && !sl->pending) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; !st && i < p->n_workers; i++) {
+        dworker *w = &p->workers[i];
+        w->p = p;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+        atomic_init(&w->n_hi, 0);
+        w->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)p->spf);
+        w->pcm_urgent = malloc(sizeof(float) * MAX_CHUNK * (size_t)p->spf);
+        if (!w->pcm || !w->pcm_urgent) {
+            st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        } else if (pool_lend_init(&w->lend)) {
+            st = err_set(e, QTTS_ERR_NOMEM, "cannot initialise a mutex");
+        } else {
+            w->lend_init = 1;
+            if (pthread_create(&w->th, NULL, worker_main, w)) st = err_set(e, QTTS_ERR_NOMEM, "cannot start decode thread %d", i);
+            else w->have_thread = 1;
+        }
+    }
+    if (st) {
+        /* workers never initialised are skipped by their zeroed p */
+        for (int i = 0; p->workers && i < p->n_workers; i++)
+            if (!p->workers[i].p) p->n_workers = i;
+        qtts_pipeline_free(p);
+        return st;
+    }
+    *out = p;
+    return QTTS_OK;
+}
+
+qtts_status qtts_pipeline_new(qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
+                              size_t n) {
+    if (!m || !out) return QTTS_ERR_INVALID_ARG;
+    qtts_error e;
+    err_clear(&e);
+    const qtts_status st = create(m, NULL, params, out, &e);
+    if (st && errbuf && n) snprintf(errbuf, n, "%s", e.msg);
     return st;
+}
+
+qtts_status pipeline_new_on_context(qtts_context *ctx, const qtts_pipeline_params *params, qtts_pipeline **out,
+                                    qtts_error *e) {
+    return create(ctx->model, ctx, params, out, e);
 }

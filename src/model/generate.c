@@ -1,6 +1,7 @@
 /* qtts_context and the generation loop (see generate.h). */
 #include "model/generate.h"
 #include "model/lm_vulkan.h"
+#include "model/voice.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +13,6 @@
 qtts_context_params qtts_context_default_params(void) {
     qtts_context_params p;
     p.n_ctx = 0;
-    p.decode_on_model_threads = 0;
     p.reuse_voice_prefix = 1;
     return p;
 }
@@ -134,7 +134,7 @@ void qtts_context_free(qtts_context *c) {
 
 const char *qtts_context_last_error(const qtts_context *c) { return c ? c->err : ""; }
 qtts_stop_reason qtts_context_stop_reason(const qtts_context *c) { return c ? c->stop_reason : QTTS_STOP_NONE; }
-int qtts_context_n_capped_pieces(const qtts_context *c) { return c ? c->n_capped : 0; }
+int qtts_context_n_capped_segments(const qtts_context *c) { return c ? c->n_capped : 0; }
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t) { ctx->trace = t; }
 
@@ -198,15 +198,10 @@ static void list_names(char *buf, size_t n, const name_id *t, int count, int ski
 
 qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_request *r, qtts_error *e) {
     memset(r, 0, sizeof *r);
-    qtts_gen_params pv;
     const qtts_gen_params *p = p_in;
-    if (p_in->voice) {
-        if (p_in->xvector || p_in->ref_codes)
-            return err_set(e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
-        pv = *p_in;
-        voice_apply(p_in->voice, &pv);
-        p = &pv;
-    }
+    voice_spec vs;
+    qtts_status vst = voice_resolve(m, p, &vs, e);
+    if (vst) return vst;
     const qtts_config *cfg = &m->cfg;
     qtts_status s;
     const int nl = p->newline_id >= 0 ? p->newline_id : m->newline_id;
@@ -254,25 +249,13 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         const name_id *d = config_language(cfg, spk->dialect);
         if (d) r->in.lang_id = d->id;
     }
-    /* clone inputs */
-    const int clone = p->xvector || p->ref_codes;
-    if (clone && cfg->type != QTTS_MODEL_BASE)
-        return err_set(e, QTTS_ERR_INPUT, "voice cloning (x-vector / reference codes) needs a Base model; this is a %s model",
-                       type_need);
-    if (p->ref_codes && (p->n_ref_frames <= 0 || (!p->ref_text && !p->ref_text_ids)))
-        return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs reference codes and the reference transcript");
-    if (p->ref_codes && !p->xvector)
-        return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning also needs the reference x-vector");
-    if (cfg->type == QTTS_MODEL_BASE && !p->xvector)
-        return err_set(e, QTTS_ERR_INPUT,
-                       "a Base model speaks in a cloned voice: give a reference recording (x-vector, optionally with "
-                       "reference codes and transcript) or a saved voice");
-    r->in.xvector = p->xvector;
-    r->in.ref_codes = p->ref_codes;
-    r->in.n_ref_frames = p->ref_codes ? p->n_ref_frames : 0;
-    if (p->xvector)
+    /* clone inputs (checked by voice_resolve) */
+    r->in.xvector = vs.xvector;
+    r->in.ref_codes = vs.ref_codes;
+    r->in.n_ref_frames = vs.n_ref_frames;
+    if (vs.xvector)
         for (int i = 0; i < cfg->talker.hidden; i++)
-            if (!isfinite(p->xvector[i])) return err_set(e, QTTS_ERR_INPUT, "x-vector entry %d is not finite", i);
+            if (!isfinite(vs.xvector[i])) return err_set(e, QTTS_ERR_INPUT, "x-vector entry %d is not finite", i);
     /* text mode */
     switch (p->text_mode) {
     case QTTS_TEXT_MODE_STREAMING: r->in.non_streaming = 0; break;
@@ -318,14 +301,14 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         if (s) goto fail;
     }
     /* ICL reference transcript */
-    if (p->ref_codes) {
+    if (vs.ref_codes) {
         const int32_t rt[2] = {cfg->im_end, nl};
-        if (p->ref_text_ids)
-            s = wrap_ids(head, 3, p->ref_text_ids, p->n_ref_text_ids, rt, 2, &r->ref_tpl, &r->n_ref_tpl, e);
-        else if (blank(p->ref_text))
+        if (vs.ref_text_ids)
+            s = wrap_ids(head, 3, vs.ref_text_ids, vs.n_ref_text_ids, rt, 2, &r->ref_tpl, &r->n_ref_tpl, e);
+        else if (blank(vs.ref_text))
             s = err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs a non-empty reference transcript");
         else
-            s = tokenize_tpl(m, "<|im_start|>assistant\n", p->ref_text, "<|im_end|>\n", &r->ref_tpl, &r->n_ref_tpl, e);
+            s = tokenize_tpl(m, "<|im_start|>assistant\n", vs.ref_text, "<|im_end|>\n", &r->ref_tpl, &r->n_ref_tpl, e);
         if (s) goto fail;
         if (r->n_ref_tpl < 6) {
             s = err_set(e, QTTS_ERR_INPUT, "the reference transcript tokenizes to nothing");

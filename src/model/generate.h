@@ -111,14 +111,6 @@ typedef struct gen_request {
     prompt_input in;
 } gen_request;
 
-/* Reset s and prime it with an ICL voice's reference frames, from the voice's
- * cached primed state when it has one (src/voice.c). *ref_last gets the last
- * reference sample. */
-qtts_status voice_prime(const qtts_voice *v, codec_stream *s, float *ref_last, qtts_error *e);
-
-/* Fill the clone fields of p from a voice (src/voice.c). */
-void voice_apply(const qtts_voice *v, qtts_gen_params *p);
-
 qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_request *r, qtts_error *e);
 void gen_request_free(gen_request *r);
 

@@ -270,10 +270,6 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         s = err_set(&e, QTTS_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (model_lend_init(&m->lend)) {
-        s = err_set(&e, QTTS_ERR_NOMEM, "cannot initialise a mutex");
-        goto fail;
-    }
     m->params = params ? *params : qtts_model_default_params();
     if (m->params.n_threads < 1) {
         s = err_set(&e, QTTS_ERR_INVALID_ARG, "n_threads must be >= 1 (got %d)", m->params.n_threads);
@@ -362,9 +358,7 @@ void qtts_model_free(qtts_model *m) {
     speaker_encoder_free(m->spk_enc);
     st_close(&m->st);
     huge_arena_release(&m->weights_arena);
-    qtts_model_return_thread(m); /* a caller that forgot: the parked worker must wake to be joined */
     ops_free(&m->ops);
-    model_lend_free(&m->lend);
     free(m->dir);
     free(m);
 }

@@ -16,18 +16,6 @@ typedef struct lmv_model lmv_model;
 
 #include <pthread.h>
 
-/* A worker of the model's pool lent to the caller (src/model/lend.c). */
-typedef struct model_lend {
-    int init;            /* mu and cv initialised */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int lent;            /* 1 from qtts_model_lend_thread to qtts_model_return_thread (guarded) */
-    int parked;          /* the worker is inside park() (guarded) */
-    int in_slot;         /* park() is posted to the pool's async slot and has not left (guarded) */
-    int leaving;         /* the last park() has left: its worker may hold the slot a few more
-                            instructions, until the pool marks it free (guarded) */
-} model_lend;
-
 struct qtts_model {
     char *dir;                 /* checkpoint folder */
     qtts_model_params params;
@@ -36,7 +24,6 @@ struct qtts_model {
     st_set st;                 /* model.safetensors (mmap) */
     huge_arena weights_arena;  /* the per-frame matrices, quantised or as stored (huge pages) */
     ops_ctx ops;
-    model_lend lend;           /* a pool worker parked for the caller */
     talker_weights talker;
     cp_weights cp;
     text_tokenizer *tok;       /* NULL when the folder has no tokenizer files */
@@ -55,11 +42,6 @@ struct qtts_model {
     lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
     char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
-
-/* Set up / tear down m->lend (model_lend_free only after the pool is gone:
- * qtts_model_free returns the worker, joins the pool, then frees this). */
-int model_lend_init(model_lend *l);
-void model_lend_free(model_lend *l);
 
 /* Send a formatted message to the model's log callback (if any). */
 void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...)

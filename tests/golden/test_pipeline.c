@@ -459,9 +459,9 @@ static void long_text_test(void) {
     }
     test_report("pipeline/long/pieces", s == QTTS_OK && ps.calls == 4 && ps.n == 4 && !strcmp(ps.first, want_pieces[0]),
                 "status %d (%s), %d pieces, first \"%s\"", s, qtts_context_last_error(ctx), ps.calls, ps.first);
-    test_report("pipeline/long/capped_lengths", s == QTTS_OK && n == want && qtts_context_n_capped_pieces(ctx) == 4 &&
+    test_report("pipeline/long/capped_lengths", s == QTTS_OK && n == want && qtts_context_n_capped_segments(ctx) == 4 &&
                     qtts_context_stop_reason(ctx) == QTTS_STOP_LENGTH_CAP,
-                "%zu samples, want %zu; %d capped, stop reason %d", n, want, qtts_context_n_capped_pieces(ctx),
+                "%zu samples, want %zu; %d capped, stop reason %d", n, want, qtts_context_n_capped_segments(ctx),
                 (int)qtts_context_stop_reason(ctx));
     /* the pauses are exact silence where they belong */
     int silent = s == QTTS_OK && n == want;
@@ -477,7 +477,7 @@ static void long_text_test(void) {
     ap.on_piece = NULL;
     s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
     test_report("pipeline/long/max_new_tokens_override", s == QTTS_OK && n == 19 * 1920 &&
-                    qtts_context_stop_reason(ctx) == QTTS_STOP_MAX_TOKENS && qtts_context_n_capped_pieces(ctx) == 0,
+                    qtts_context_stop_reason(ctx) == QTTS_STOP_MAX_TOKENS && qtts_context_n_capped_segments(ctx) == 0,
                 "status %d, %zu samples, stop %d", s, n, (int)qtts_context_stop_reason(ctx));
     free(pcm);
     /* odd inputs: punctuation only, emoji only, every supported language */

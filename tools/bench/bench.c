@@ -191,13 +191,6 @@ void bench_help(FILE *f) {
             "qtts-bench bandwidth [-t LIST] [--bw-mib N] [--method auto|scalar|avx2|avx512]\n"
             "                            memory read bandwidth (auto: the widest loads this CPU has)\n"
             "qtts-bench peak [-t LIST]   f32 and int8 multiply-adds per second (the kernels' instructions)\n"
-            "qtts-bench burst -m DIR [-w WEIGHTS] [--rounds N] [--seconds S] [--text STR] [--voice NAME]\n"
-            "                 [--instructions STR] [--backend cpu|vulkan] [--device N]\n"
-            "                            prefill, step and first-chunk decode on 2 threads, on 1, and two side\n"
-            "                            by side (one thread each), and the least median first audio of a\n"
-            "                            burst of 4 any schedule of them allows; steps of 2-4 streams and a\n"
-            "                            4-frame chunk's decode, and the most 4 streams can gain end to end\n"
-            "                            (defaults: q8, 5 rounds, 2 s)\n"
             "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }

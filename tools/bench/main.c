@@ -1,5 +1,5 @@
 /* qtts-bench: command-line entry. Subcommands: run (default), make-model,
- * compare, quality, wer, bandwidth, peak, burst, server (the load generator of
+ * compare, quality, wer, bandwidth, peak, server (the load generator of
  * tools/server/loadgen.c, shared with `qtts-server --loadgen`), suite. See
  * usage() and docs/BENCH.md. */
 #include <stdlib.h>
@@ -18,7 +18,6 @@ static void usage(FILE *f) {
             "       qtts-bench wer REF HYP                     normalised word error rate\n"
             "       qtts-bench bandwidth [-t LIST]             memory read bandwidth\n"
             "       qtts-bench peak [-t LIST]                  f32 and int8 arithmetic peak\n"
-            "       qtts-bench burst -m DIR [options]          a burst's tasks on two cores, and its TTFA bound\n"
             "       qtts-bench server --url URL [options]      a running qtts-server under concurrent load\n"
             "       qtts-bench plot RESULTS.json OUT.svg       plot a JSON report\n"
             "Run 'qtts-bench help' or read docs/BENCH.md for every option.\n");
@@ -41,7 +40,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "wer") == 0) return cmd_wer(argc - 1, argv + 1);
     if (strcmp(cmd, "bandwidth") == 0) return cmd_bandwidth(argc - 1, argv + 1);
     if (strcmp(cmd, "peak") == 0) return cmd_peak(argc - 1, argv + 1);
-    if (strcmp(cmd, "burst") == 0) return cmd_burst(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return loadgen_main(argc - 1, argv + 1); /* tools/server/loadgen.c */
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);

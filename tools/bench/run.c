@@ -176,7 +176,7 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     ap.first_chunk_frames = cfg->first_chunk;
     ap.chunk_frames = cfg->chunk;
     ap.overlap = cfg->decode == BENCH_DECODE_WORKER;
-    ap.split_text = 0; /* one piece: the forced frame count is the whole utterance */
+    ap.split.enabled = 0; /* one segment: the forced frame count is the whole utterance */
     ap.on_frame = on_frame;
     chunk_log *log = calloc(1, sizeof *log);
     if (!log) {

@@ -34,6 +34,7 @@ static int parse_float(const char *opt, const char *v, float lo, float hi, float
 
 int cli_parse(int argc, char **argv, int first, cli_opts *o) {
     memset(o, 0, sizeof *o);
+    o->split = qtts_split_default_params();
     o->newline_id = -1;
     o->user_id = -1;
     o->n_threads = 1;
@@ -123,7 +124,11 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--save-voice")) { NEED(); o->save_voice = v; }
         else if (!strcmp(a, "--voice")) { NEED(); o->voice = v; }
         else if (!strcmp(a, "--stream")) o->stream = 1;
-        else if (!strcmp(a, "--chunk-frames")) { NEED(); rc = parse_int(a, v, 1, 4096, &o->chunk_frames); }
+        else if (!strcmp(a, "--chunk-frames")) { NEED(); rc = parse_int(a, v, 1, 64, &o->chunk_frames); }
+        else if (!strcmp(a, "--segment-chars")) { NEED(); rc = parse_int(a, v, 16, 1000000, &o->split.max_chars); }
+        else if (!strcmp(a, "--pause-ms")) { NEED(); rc = parse_int(a, v, 0, 10000, &o->split.sentence_pause_ms); }
+        else if (!strcmp(a, "--paragraph-pause-ms")) { NEED(); rc = parse_int(a, v, 0, 10000, &o->split.paragraph_pause_ms); }
+        else if (!strcmp(a, "--no-split")) o->split.enabled = 0;
         else if (!strcmp(a, "--greedy")) o->greedy = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--alt-regex")) o->alt_regex = 1;

@@ -37,6 +37,8 @@ typedef struct cli_opts {
     int to_stdout;           /* raw PCM to standard output */
     int stream;              /* write audio as it is generated */
     int chunk_frames;        /* 0 = library default */
+    qtts_split_params split; /* text segments and pauses: --segment-chars, --pause-ms,
+                                --paragraph-pause-ms, --no-split (speak, script) */
     const char *ref_audio;   /* voice cloning: reference recording */
     const char *ref_text;    /* its transcript (ICL) */
     const char *ref_text_ids;/* or its ids */

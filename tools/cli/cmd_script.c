@@ -2,7 +2,9 @@
  * audio file. Each NAME is cast (--cast NAME=VOICE) as a preset speaker of a
  * CustomVoice model, a saved clone voice of a Base model, or a description for
  * a VoiceDesign model; several --model options may be loaded at once. Turns
- * are streamed to the output one after another with a short pause. */
+ * are streamed to the output one after another with a paragraph's pause
+ * (--paragraph-pause-ms); a long turn is split into segments as qtts speak
+ * splits text. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,6 @@
 
 #include "cli.h"
 
-#define TURN_PAUSE_MS 400
 
 typedef enum { CAST_SPEAKER, CAST_VOICE, CAST_DESIGN } cast_kind;
 
@@ -257,6 +258,7 @@ int cmd_script(int argc, char **argv, int first) {
     const char *file = argv[first];
     cli_opts o;
     int rc = cli_parse(argc, argv, first + 1, &o);
+    float *silence = NULL; /* the pause between turns */
     if (rc) return rc < 0 ? 0 : rc;
     if (!o.n_models || !o.n_casts || (!o.output && !o.to_stdout)) {
         fprintf(stderr, "qtts script: needs --model DIR, --cast NAME=VOICE and -o OUT (or --stdout)\n");
@@ -301,7 +303,13 @@ int cmd_script(int argc, char **argv, int first) {
         if (!casts[i].used && !o.quiet) fprintf(stderr, "qtts script: warning: %s is cast but has no lines\n", casts[i].name);
     if ((rc = cli_audio_open(&o, &ao))) goto out;
     const int progress = !o.quiet && isatty(STDERR_FILENO);
-    static const float silence[TURN_PAUSE_MS * 24];
+    const size_t n_pause = (size_t)o.split.paragraph_pause_ms * 24; /* between turns: a paragraph's pause */
+    silence = calloc(n_pause ? n_pause : 1, sizeof(float));
+    if (!silence) {
+        fprintf(stderr, "qtts script: out of memory\n");
+        rc = EXIT_IO;
+        goto out;
+    }
     for (int i = 0; i < nt && !rc; i++) {
         const cast *k = &casts[turns[i].cast];
         qtts_model *m = models[k->model];
@@ -319,13 +327,14 @@ int cmd_script(int argc, char **argv, int first) {
         }
         if (progress) fprintf(stderr, "\r\033[Kqtts script: turn %d/%d  %s", i + 1, nt, k->name);
         qtts_audio_params ap = qtts_audio_default_params();
+        ap.split = o.split;
         qtts_status s = qtts_synthesize(ctxs[k->model], &gp, &ap, write_chunk, &ao, NULL, NULL);
         if (s) {
             if (!ao.failed) fprintf(stderr, "\nqtts script: line %d (%s): %s\n", turns[i].line, k->name, qtts_context_last_error(ctxs[k->model]));
             rc = ao.failed ? EXIT_IO : cli_exit_code(s);
             break;
         }
-        if (i + 1 < nt && cli_audio_write(&ao, silence, sizeof silence / sizeof silence[0])) rc = EXIT_IO;
+        if (i + 1 < nt && cli_audio_write(&ao, silence, n_pause)) rc = EXIT_IO;
     }
     if (progress) fprintf(stderr, "\r\033[K");
     if (!rc && progress) fprintf(stderr, "qtts script: %d turns by %d voices -> %s\n", nt, nc, ao.name);
@@ -336,6 +345,7 @@ out:
     }
     for (int i = 0; i < nt; i++) free(turns[i].text);
     free(turns);
+    free(silence);
     for (int i = 0; i < nc; i++) qtts_voice_free(casts[i].voice);
     for (int m = 0; m < CLI_MAX_MODELS; m++) {
         qtts_context_free(ctxs[m]);

@@ -20,8 +20,8 @@ typedef struct dump_ctx {
     /* progress line (stderr on a terminal) */
     int progress;
     double t0;
-    long frames;          /* frames of all pieces so far */
-    int piece, n_pieces;
+    long frames;          /* frames of all segments so far */
+    int segment, n_segments;
     size_t chars_total, chars_done, chars_cur;
 } dump_ctx;
 
@@ -34,13 +34,13 @@ static double now_s(void) {
 static void show_progress(dump_ctx *d) {
     const double el = now_s() - d->t0, audio = d->frames / 12.5;
     char eta[32] = "";
-    if (d->n_pieces > 1 && d->chars_done > 0) {
+    if (d->n_segments > 1 && d->chars_done > 0) {
         double left = el * (double)(d->chars_total - d->chars_done) / (double)d->chars_done;
         snprintf(eta, sizeof eta, "  ETA %d:%02d", (int)left / 60, (int)left % 60);
     }
-    char piece[32] = "";
-    if (d->n_pieces > 1) snprintf(piece, sizeof piece, "piece %d/%d  ", d->piece + 1, d->n_pieces);
-    fprintf(stderr, "\r\033[Kqtts: %s%ld frames  %.1f s audio  RTF %.2f%s", piece, d->frames, audio,
+    char seg[48] = "";
+    if (d->n_segments > 1) snprintf(seg, sizeof seg, "segment %d/%d  ", d->segment + 1, d->n_segments);
+    fprintf(stderr, "\r\033[Kqtts: %s%ld frames  %.1f s audio  RTF %.2f%s", seg, d->frames, audio,
             audio > 0 ? el / audio : 0.0, eta);
     fflush(stderr);
 }
@@ -56,12 +56,12 @@ static int on_frame(const int32_t *codes, int idx, void *user) {
     return d->io_error; /* stop on a write failure */
 }
 
-static int on_piece(int piece, int n_pieces, const char *text, void *user) {
+static int on_segment(int segment, int n_segments, const char *text, void *user) {
     dump_ctx *d = user;
     d->chars_done += d->chars_cur;
     d->chars_cur = strlen(text);
-    d->piece = piece;
-    d->n_pieces = n_pieces;
+    d->segment = segment;
+    d->n_segments = n_segments;
     return 0;
 }
 
@@ -235,8 +235,9 @@ int cmd_speak(int argc, char **argv, int first) {
         if (o.chunk_frames) ap.chunk_frames = o.chunk_frames;
         ap.on_frame = on_frame;
         ap.frame_user = &d;
-        ap.on_piece = on_piece;
-        ap.piece_user = &d;
+        ap.split = o.split;
+        ap.on_segment = on_segment;
+        ap.segment_user = &d;
         audio_sink sink = {&ao, o.stream || o.to_stdout};
         s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
         if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
@@ -267,10 +268,10 @@ int cmd_speak(int argc, char **argv, int first) {
         fprintf(stderr, "qtts: %.2f s of audio in %.2f s (RTF %.2f) -> %s%s%s\n", audio, el, audio > 0 ? el / audio : 0.0,
                 want_audio ? ao.name : "codes only", o.dump_codes ? ", codes in " : "", o.dump_codes ? o.dump_codes : "");
     }
-    if (!o.quiet && qtts_context_n_capped_pieces(ctx) > 0)
-        fprintf(stderr, "qtts: warning: %d piece(s) did not end by themselves and were cut at the length cap; "
+    if (!o.quiet && qtts_context_n_capped_segments(ctx) > 0)
+        fprintf(stderr, "qtts: warning: %d segment(s) did not end by themselves and were cut at the length cap; "
                 "the audio up to each cut is kept (use --max-new-tokens N to set the limit yourself)\n",
-                qtts_context_n_capped_pieces(ctx));
+                qtts_context_n_capped_segments(ctx));
     rc = 0;
 out:
     if (d.f && d.f != stdout) fclose(d.f);

@@ -42,6 +42,7 @@ typedef struct speech {
     double t0, t_first, deadline;
     size_t samples_in;      /* samples fed to the encoder */
     int n_input_tokens;
+    int segment;            /* text segment of the samples encoded last (SSE events carry it) */
     int finished;           /* everything encoded (and for SSE the done event queued) */
     int failed;             /* the job or the encoder failed */
     int gone;               /* the client went away or timed out */
@@ -308,6 +309,7 @@ static void sse_flush(speech *sp) {
         json_t *ev = json_object();
         json_object_set_new(ev, "type", json_string("speech.audio.delta"));
         json_object_set_new(ev, "audio", json_string((const char *)b64.p));
+        json_object_set_new(ev, "segment", json_integer(sp->segment));
         bytebuf_free(&b64);
         sse_event(sp, ev);
     }
@@ -342,11 +344,18 @@ static void encode(speech *sp, const float *pcm, size_t n, int final) {
 static void pump(speech *sp, int timeout_ms) {
     if (sp->finished || sp->failed) return;
     int done = 0;
-    size_t n = job_read(sp->j, sp->pcm, READ_SAMPLES, timeout_ms, &done);
-    if (n) encode(sp, sp->pcm, n, 0);
+    int seg = 0;
+    size_t n = job_read(sp->j, sp->pcm, READ_SAMPLES, timeout_ms, &done, &seg);
+    if (n) {
+        if (sp->sse && seg != sp->segment) sse_flush(sp); /* the events of one segment carry its index */
+        sp->segment = seg;
+        encode(sp, sp->pcm, n, 0);
+    }
     while (!done && !sp->failed) { /* drain what else is there without waiting */
-        n = job_read(sp->j, sp->pcm, READ_SAMPLES, 0, &done);
+        n = job_read(sp->j, sp->pcm, READ_SAMPLES, 0, &done, &seg);
         if (!n) break;
+        if (sp->sse && seg != sp->segment) sse_flush(sp);
+        sp->segment = seg;
         encode(sp, sp->pcm, n, 0);
     }
     if (done && !sp->failed) {
@@ -363,6 +372,7 @@ static void pump(speech *sp, int timeout_ms) {
         if (sp->finished) {
             json_t *ev = json_object(), *u = json_object();
             json_object_set_new(ev, "type", json_string("speech.audio.done"));
+            json_object_set_new(ev, "segments", json_integer(sp->j->n_segments));
             json_object_set_new(u, "input_tokens", json_integer(sp->n_input_tokens));
             json_object_set_new(u, "output_tokens", json_integer(sp->j->n_frames));
             json_object_set_new(u, "total_tokens", json_integer(sp->n_input_tokens + sp->j->n_frames));

@@ -39,7 +39,12 @@ static void usage(void) {
         "  --max-connections N        open connections (default 64)\n"
         "  --max-body-bytes N         JSON body limit (default 1048576)\n"
         "  --max-upload-bytes N       voice upload limit (default 33554432)\n"
-        "  --max-input-chars N        input text limit in characters (default 4096)\n"
+        "  --max-input-chars N        input text limit in characters (default 100000); longer text is\n"
+        "                             refused, never cut\n"
+        "  --segment-chars N          input is spoken sentence by sentence, in segments of at most N\n"
+        "                             characters (default 300); 0 = the whole input as one utterance\n"
+        "  --pause-ms N               silence between segments (default 300)\n"
+        "  --paragraph-pause-ms N     silence after a paragraph (blank line) (default 700)\n"
         "  --timeout S                idle connection timeout (default 30)\n"
         "  --request-timeout S        cancel a request running longer (default 600; 0 = never)\n"
         "  --ctx N                    talker positions per slot (default: the model's maximum)\n"
@@ -95,6 +100,7 @@ int main(int argc, char **argv) {
     const long n_cpus = n_threads;
     cfg.decode_threads = -1; /* auto, resolved once --threads is known */
     long lend = -1;          /* auto, the same */
+    long segment_chars = -1; /* -1 = the default */
     const char *env_key = getenv("QTTS_API_KEY");
     if (env_key && *env_key) cfg.api_key = env_key;
     char model_name[256] = "";
@@ -164,6 +170,9 @@ int main(int argc, char **argv) {
         INT_OPT("--decode-threads", 0, 64, cfg.decode_threads)
         INT_OPT("--lend-thread", 0, 1, lend)
         INT_OPT("--prefill-budget-ms", 0, 600000, cfg.prefill_budget_ms)
+        INT_OPT("--segment-chars", 0, 1 << 20, segment_chars)
+        INT_OPT("--pause-ms", 0, 10000, cfg.split.sentence_pause_ms)
+        INT_OPT("--paragraph-pause-ms", 0, 10000, cfg.split.paragraph_pause_ms)
         fprintf(stderr, "qtts-server: unknown option '%s' (see --help)\n", a);
         return 2;
     }
@@ -173,6 +182,11 @@ int main(int argc, char **argv) {
      * (docs/BENCH.md, "Server"). */
     if (cfg.decode_threads < 0) cfg.decode_threads = n_cpus > n_threads ? (int)(n_cpus - n_threads) : 0;
     cfg.lend_thread = lend >= 0 ? (int)lend : cfg.decode_threads > 0 && n_threads + cfg.decode_threads > n_cpus;
+    if (segment_chars == 0) cfg.split.enabled = 0;
+    else if (segment_chars > 0 && segment_chars < 16) {
+        fprintf(stderr, "qtts-server: --segment-chars must be 0 or >= 16 (got %ld)\n", segment_chars);
+        return 2;
+    } else if (segment_chars > 0) cfg.split.max_chars = (int)segment_chars;
     if (!model_dir) {
         fprintf(stderr, "qtts-server: --model DIR is required (see --help)\n");
         return 2;

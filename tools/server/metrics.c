@@ -116,10 +116,10 @@ void metrics_step(metrics *m, int n, int n_frames, double step_s, double decode_
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused) {
+void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused, int n_prefills) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
-    m->n_prefill++;
+    m->n_prefill += (unsigned long long)(n_prefills > 0 ? n_prefills : 0);
     m->prefill_s += s;
     m->prompt_pos += (unsigned long long)(n_prompt > 0 ? n_prompt : 0);
     m->prompt_reused += (unsigned long long)(n_reused > 0 ? n_reused : 0);

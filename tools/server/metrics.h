@@ -24,8 +24,9 @@ void metrics_rejected(metrics *m);        /* 429: queue full */
  * last step may make none) in step_s (generation only); decoding after it
  * took decode_s. */
 void metrics_step(metrics *m, int n_streams, int n_frames, double step_s, double decode_s);
-/* one request's prompt + prefill: seconds, prompt positions, of them reused (voice prefix) */
-void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused);
+/* n_prefills segment prefills (prompt + prefill + voice priming): seconds, prompt positions, of
+ * them reused (voice prefix), all summed */
+void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused, int n_prefills);
 void metrics_decode(metrics *m, double s);  /* codec decoding (a decode worker) */
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);

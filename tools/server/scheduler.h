@@ -1,53 +1,33 @@
-/* The engine: one thread owning a qtts_batch of N slots (contexts), the only
- * thread that steps them. HTTP threads hand it jobs through a bounded queue;
- * between steps it admits queued jobs into free slots (their prefill runs
- * then, within a time budget per step), removes slots whose client went away, and steps every active slot
- * together. Each slot's new frames go, a chunk at a time, to a decode worker
- * (slot i to worker i mod W) that runs the slot's streaming codec decoder
- * beside generation and appends the PCM to the job's buffer, waking the HTTP
- * thread that waits on it. A finished stream's slot is freed by its worker
- * once its last audio is out; the others never wait for it. The engine also
- * runs short model tasks (voice cloning) between steps. */
+/* The server's engine: one thread driving the library's synthesis pipeline
+ * (qtts_pipeline: text segments, batched steps, decoding beside generation;
+ * docs/API.md). HTTP threads hand it jobs through a bounded queue (a full
+ * queue is a 429); between steps it moves queued jobs into free streams of
+ * the pipeline, cancels the jobs whose client went away (they leave at the
+ * next step), and steps the pipeline. The pipeline's audio callbacks append
+ * PCM to the job's buffer, waking the HTTP thread that waits on it. The engine
+ * also runs short model tasks (voice cloning) between steps. */
 #ifndef QTTS_SERVER_SCHEDULER_H
 #define QTTS_SERVER_SCHEDULER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "metrics.h"
 #include "qtts.h"
 #include "voices.h"
 
-/* Calls out of the engine's threads at points where they hand a slot over;
- * tests use them to hold a thread there and force interleavings that load
- * only produces by chance. Each may be NULL. */
-typedef struct sched_hooks {
-    /* by the thread that freed a slot (a decode worker, or the engine when
-     * decoding inline), right after it let go of it */
-    void (*slot_freed)(void *arg, int slot);
-    /* by a decode worker after each frame of a chunk it decodes frame by
-     * frame (done of n frames so far), before it looks for urgent tasks */
-    void (*frame_decoded)(void *arg, int slot, int done, int n);
-    /* by the engine after each batched step, with the streams it stepped */
-    void (*stepped)(void *arg, int n_streams);
-    void *arg;
-} sched_hooks;
-
 typedef struct sched_params {
-    int n_slots;            /* 1..QTTS_MAX_BATCH */
-    int queue_depth;        /* jobs waiting for a slot, >= 0 */
-    int n_ctx;              /* context positions per slot; 0 = model maximum */
-    int warmup;             /* run a short generation before sched_ready */
-    int decode_threads;     /* decode workers; 0 = decode inline on the engine thread after each step */
-    int lend_thread;        /* 1 = a worker with chunks queued borrows a model thread (qtts_model_lend_thread)
-                               until its queue is empty */
-    int prefill_budget_ms;  /* at one frame boundary the engine admits queued jobs one at a time (jobs that
-                               arrive meanwhile included) until their prefills have taken this long; the
-                               first always runs. Running streams then wait at most this plus one prefill
-                               for their next frame, and of a burst the first few reach their first audio
-                               while the rest prefill at the next boundaries. 0 = one job per boundary */
-    sched_hooks hooks;      /* all NULL: none */
+    int n_slots;            /* pipeline streams, 1..QTTS_MAX_BATCH */
+    int queue_depth;        /* jobs waiting for a stream, >= 0 */
+    int n_ctx;              /* context positions per stream; 0 = model maximum */
+    int warmup;             /* every stream once through a short request before sched_ready */
+    int decode_threads;     /* qtts_pipeline_params.decode_threads (0 = decode on the engine thread) */
+    int share_cores;        /* qtts_pipeline_params.decode_share_cores (-1 auto, 0, 1) */
+    int prefill_budget_ms;  /* qtts_pipeline_params.prefill_budget_ms */
+    qtts_split_params split;/* how a job's input is cut into segments, and the pauses */
+    qtts_pipeline_debug hooks; /* test aids; all NULL: none */
 } sched_params;
 
 typedef enum job_state { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_state;
@@ -62,6 +42,7 @@ typedef struct job {
     voice_ref *voice;         /* released with the job */
     float *xvector;           /* owned x-vector (the warm-up of Base models) or NULL */
     int first_chunk_frames, chunk_frames;
+    qtts_gen_debug debug;     /* the warm-up's forced frames (gp.debug points here when used) */
     /* shared state, guarded by mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -70,11 +51,18 @@ typedef struct job {
     float *pcm;               /* decoded samples not yet read: pcm[r .. n) */
     size_t n_pcm, r_pcm, cap_pcm;
     size_t total_samples;     /* samples produced so far */
+    size_t read_samples;      /* samples read so far */
+    size_t *seg_start;        /* [n_seg_marks] sample where segment i starts (total count) */
+    int n_seg_marks, cap_seg_marks;
+    int n_segments;           /* segments of the input (known with its first audio) */
     qtts_status status;       /* final status once JOB_DONE */
     char err[512];
     int n_frames;
     qtts_stop_reason stop;
-    double t_started_s;       /* admitted into a slot, prefill done */
+    double t_started_s;       /* its first audio was decoded */
+    uint64_t id;              /* its request in the pipeline (engine) */
+    struct sched *sched;      /* the engine it runs on (set when it enters the pipeline) */
+    int push_failed;          /* out of memory buffering its audio (pipeline side) */
     int refs;
 } job;
 
@@ -83,13 +71,14 @@ void job_release(job *j); /* drop one reference; accepts NULL */
 /* Ask the engine to drop the job (client gone): it leaves its slot before the
  * next step, or is skipped if still queued. */
 void job_cancel(job *j);
-/* Wait up to timeout_ms until the job runs (prefilled, streaming) or is done;
- * returns its state. */
+/* Wait up to timeout_ms until the job runs (its first audio exists) or is
+ * done; returns its state. */
 job_state job_wait_started(job *j, int timeout_ms);
-/* Wait up to timeout_ms for samples or the end; copy up to max samples to
- * out. Returns how many; *done = 1 once the job finished and every sample
- * was read (then see job->status, read under no lock since it is final). */
-size_t job_read(job *j, float *out, size_t max, int timeout_ms, int *done);
+/* Wait up to timeout_ms for samples or the end; copy up to max samples of
+ * one segment to out (*segment, may be NULL, gets its index). Returns how
+ * many; *done = 1 once the job finished and every sample was read (then see
+ * job->status, read under no lock since it is final). */
+size_t job_read(job *j, float *out, size_t max, int timeout_ms, int *done, int *segment);
 
 typedef struct sched sched;
 

@@ -27,7 +27,7 @@ server_config server_default_config(void) {
     c.max_connections = 64;
     c.max_body_bytes = 1u << 20;
     c.max_upload_bytes = 32u << 20;
-    c.max_input_chars = 4096;
+    c.max_input_chars = 100000;
     c.conn_timeout_s = 30;
     c.request_timeout_s = 600;
     c.n_ctx = 0;
@@ -37,6 +37,7 @@ server_config server_default_config(void) {
     c.warmup = 1;
     c.decode_threads = 1;
     c.prefill_budget_ms = 100;
+    c.split = qtts_split_default_params();
     c.drain_s = 5;
     c.verbose = 0;
     return c;
@@ -123,7 +124,8 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     }
     sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
                        .warmup = cfg->warmup, .decode_threads = cfg->decode_threads,
-                       .lend_thread = cfg->lend_thread, .prefill_budget_ms = cfg->prefill_budget_ms};
+                       .share_cores = cfg->lend_thread, .prefill_budget_ms = cfg->prefill_budget_ms,
+                       .split = cfg->split};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {

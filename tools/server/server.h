@@ -32,7 +32,8 @@ typedef struct server_config {
     int max_connections;        /* open HTTP connections; beyond it new ones are refused; default 64 */
     size_t max_body_bytes;      /* JSON request body; default 1 MiB */
     size_t max_upload_bytes;    /* voice upload (multipart) body; default 32 MiB */
-    int max_input_chars;        /* input text, in Unicode code points; default 4096 */
+    int max_input_chars;        /* input text, in Unicode code points; default 100000 (a long article: it is
+                                   spoken segment by segment, see split) */
     int conn_timeout_s;         /* idle connection timeout (no bytes moving); default 30 */
     int request_timeout_s;      /* a request running longer is cancelled; 0 = none; default 600 */
     int n_ctx;                  /* talker positions per slot (prompt + frames); 0 = model maximum; default 0 */
@@ -42,13 +43,15 @@ typedef struct server_config {
     int warmup;                 /* 1 = run a short generation before /ready says ready; default 1 */
     int decode_threads;         /* codec decode workers beside the engine thread (slot i -> worker i mod N);
                                    0 = decode on the engine thread between steps; default 1 */
-    int lend_thread;            /* 1 = a decode worker with chunks to decode takes one of the model's
-                                   worker threads out of the pool until its queue is empty
-                                   (qtts_model_lend_thread), so decoding beside generation does not
-                                   oversubscribe the cores; default 0 */
+    int lend_thread;            /* 1 = a decode thread with chunks to decode parks one of the model's
+                                   workers until its queue is empty, so decoding beside generation does
+                                   not oversubscribe the cores (qtts_pipeline_params.decode_share_cores);
+                                   default 0 */
     int prefill_budget_ms;      /* prefills at one frame boundary stop once they have taken this long (the
                                    first always runs; 0 = one per boundary): running streams wait at most
                                    this plus one prefill; default 100 */
+    qtts_split_params split;    /* input cut into segments (sentences) spoken in order, with pauses;
+                                   default qtts_split_default_params() (300 characters, 300 / 700 ms) */
     int drain_s;                /* on stop: seconds running requests may take to finish; default 5 */
     int verbose;                /* 0 = warnings and errors, 1 = + one line per request, 2 = + debug */
 } server_config;

@@ -1,14 +1,16 @@
 /* Cloned voices (Base models): reference recording -> 24 kHz mono ->
  * speaker encoder x-vector (+ codec encoder reference codes and tokenized
  * transcript for ICL), as the official create_voice_clone_prompt does; saved
- * and loaded through the versioned voice file (model/voice_file.c). */
+ * and loaded through the versioned voice file (model/voice_file.c). Also the
+ * one place a request's voice is resolved (voice_resolve) and an utterance's
+ * audio is primed with it (voice_prime); see voice.h. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/audio_reader.h"
-#include "model/generate.h"
+#include "model/voice.h"
 #include "model/voice_file.h"
 
 struct qtts_voice {
@@ -26,7 +28,9 @@ static qtts_voice *voice_alloc(void) {
     return v;
 }
 
-qtts_status voice_prime(const qtts_voice *cv, codec_stream *s, float *ref_last, qtts_error *e) {
+/* Prime s with a voice object's reference frames, from its cached primed
+ * state when it was made for the same decoder. */
+static qtts_status prime_cached(const qtts_voice *cv, codec_stream *s, float *ref_last, qtts_error *e) {
     qtts_voice *v = (qtts_voice *)cv; /* the cache is internal state: the voice stays logically immutable */
     pthread_mutex_lock(&v->mu);
     qtts_status st = QTTS_OK;
@@ -46,6 +50,59 @@ qtts_status voice_prime(const qtts_voice *cv, codec_stream *s, float *ref_last, 
     }
     if (!st && ref_last) *ref_last = v->ref_last;
     pthread_mutex_unlock(&v->mu);
+    return st;
+}
+
+qtts_status voice_resolve(const qtts_model *m, const qtts_gen_params *p, voice_spec *v, qtts_error *e) {
+    memset(v, 0, sizeof *v);
+    if (p->voice) {
+        if (p->xvector || p->ref_codes)
+            return err_set(e, QTTS_ERR_INVALID_ARG, "give a voice or its parts (x-vector, reference codes), not both");
+        const voice_data *d = &p->voice->d;
+        v->voice = p->voice;
+        v->xvector = d->xvector;
+        if (d->icl) {
+            v->ref_codes = d->ref_codes;
+            v->n_ref_frames = d->n_ref_frames;
+            v->ref_text_ids = d->ref_text_ids;
+            v->n_ref_text_ids = d->n_ref_text_ids;
+        }
+    } else {
+        v->xvector = p->xvector;
+        v->ref_codes = p->ref_codes;
+        v->n_ref_frames = p->ref_codes ? p->n_ref_frames : 0;
+        v->ref_text = p->ref_text;
+        v->ref_text_ids = p->ref_text_ids;
+        v->n_ref_text_ids = p->n_ref_text_ids;
+    }
+    const qtts_config *cfg = &m->cfg;
+    if ((v->xvector || v->ref_codes) && cfg->type != QTTS_MODEL_BASE)
+        return err_set(e, QTTS_ERR_INPUT, "voice cloning (x-vector / reference codes) needs a Base model; this is a %s model",
+                       cfg->type == QTTS_MODEL_CUSTOM_VOICE ? "CustomVoice" : "VoiceDesign");
+    if (v->ref_codes && (v->n_ref_frames <= 0 || (!v->ref_text && !v->ref_text_ids)))
+        return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs reference codes and the reference transcript");
+    if (v->ref_codes && !v->xvector)
+        return err_set(e, QTTS_ERR_INPUT, "ICL voice cloning also needs the reference x-vector");
+    if (cfg->type == QTTS_MODEL_BASE && !v->xvector)
+        return err_set(e, QTTS_ERR_INPUT,
+                       "a Base model speaks in a cloned voice: give a reference recording (x-vector, optionally with "
+                       "reference codes and transcript) or a saved voice");
+    return QTTS_OK;
+}
+
+int voice_is_icl(const voice_spec *v) { return v->ref_codes && v->n_ref_frames > 0; }
+
+qtts_status voice_prime(const voice_spec *v, codec_stream *s, float *ref_last, qtts_error *e) {
+    if (ref_last) *ref_last = 0.0f;
+    codec_stream_reset(s);
+    if (!voice_is_icl(v)) return QTTS_OK;
+    if (v->voice) return prime_cached(v->voice, s, ref_last, e);
+    const int spf = codec_decoder_samples_per_frame(codec_stream_decoder(s));
+    float *tmp = malloc(sizeof(float) * (size_t)v->n_ref_frames * spf);
+    if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    qtts_status st = codec_stream_decode(s, v->ref_codes, v->n_ref_frames, tmp, e);
+    if (!st && ref_last) *ref_last = tmp[(size_t)v->n_ref_frames * spf - 1];
+    free(tmp);
     return st;
 }
 
@@ -271,15 +328,3 @@ void qtts_voice_free(qtts_voice *v) {
 int qtts_voice_is_icl(const qtts_voice *v) { return v && v->d.icl; }
 int qtts_voice_n_ref_frames(const qtts_voice *v) { return v ? v->d.n_ref_frames : 0; }
 const char *qtts_voice_ref_text(const qtts_voice *v) { return v && v->d.ref_text ? v->d.ref_text : ""; }
-
-/* For generate.c: fill the clone fields of a request from a voice. */
-void voice_apply(const qtts_voice *v, qtts_gen_params *p) {
-    p->xvector = v->d.xvector;
-    if (v->d.icl) {
-        p->ref_codes = v->d.ref_codes;
-        p->n_ref_frames = v->d.n_ref_frames;
-        p->ref_text_ids = v->d.ref_text_ids;
-        p->n_ref_text_ids = v->d.n_ref_text_ids;
-        p->ref_text = NULL;
-    }
-}
