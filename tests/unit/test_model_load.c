@@ -306,11 +306,14 @@ static int on_frame_cancel(const int32_t *codes, int frame_index, void *user) {
     return frame_index + 1 >= g_cancel_after;
 }
 
+/* The template ids of the test checkpoints' small vocabulary. */
+static const qtts_gen_debug k_debug = {.newline_id = NEWLINE_ID, .user_id = -1};
+
 static qtts_gen_params valid_params(const qtts_model *m) {
     qtts_gen_params gp = qtts_gen_default_params(m);
     gp.text_ids = k_text_ids;
     gp.n_text_ids = 8;
-    gp.newline_id = NEWLINE_ID;
+    gp.debug = &k_debug;
     gp.speaker = "ryan";
     gp.language = "english";
     gp.max_new_tokens = 4;
@@ -454,7 +457,9 @@ static void test_custom_voice(void) {
     bad_ids[1] = -3;
     expect_gen("gen_text_id_negative", ctx, &b, QTTS_ERR_INPUT, "-3", NULL);
     b = valid_params(m);
-    b.newline_id = 4096;
+    qtts_gen_debug dbg = k_debug;
+    b.debug = &dbg;
+    dbg.newline_id = 4096;
     expect_gen("gen_newline_id_out_of_vocab", ctx, &b, QTTS_ERR_INPUT, "4096", NULL);
     b = valid_params(m);
     b.max_new_tokens = 0;

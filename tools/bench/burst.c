@@ -195,6 +195,7 @@ typedef struct lane {
     float *pcm4;
     qtts_status st;       /* first failure */
     char msg[256];
+    qtts_gen_debug dbg;   /* the forced frames of the last lane_params (read when generation begins) */
 } lane;
 
 static qtts_gen_params lane_params(lane *L, int frames) {
@@ -202,7 +203,9 @@ static qtts_gen_params lane_params(lane *L, int frames) {
     p.text = L->o->text;
     p.speaker = L->o->voice;
     p.instruct = L->o->instructions;
-    p.force_frames = frames;
+    L->dbg = qtts_gen_debug_default_params();
+    L->dbg.force_frames = frames;
+    p.debug = &L->dbg;
     p.seed = ++L->seed;
     return p;
 }
