@@ -217,6 +217,33 @@ typedef struct qtts_sampling {
     float repetition_penalty; /* >= 1 (1 = off); talker only; default 1.05 */
 } qtts_sampling;
 
+/* Test and benchmark aids, not for speech a user asked for: a request points
+ * at one through qtts_gen_params.debug. The library reads it when a
+ * generation begins (each piece of qtts_synthesize) and keeps no pointer to
+ * it; teacher_codes stays borrowed until the generation ends. */
+typedef struct qtts_gen_debug {
+    /* Chat-template ids used when text/instruction come as ids and the folder
+     * has no tokenizer (test checkpoints with a small vocabulary): the id of
+     * "\n" and of "user", in [0, text vocabulary size); -1 = from the
+     * tokenizer, else the Qwen vocabulary's 198 / 872. Default -1. */
+    int newline_id;
+    int user_id;
+    /* frames; > 0: generate exactly this many frames, end of speech (EOS)
+     * disabled, the runaway guard off, max_new_tokens ignored. 0 = off (end
+     * at EOS). Default 0 */
+    int force_frames;
+    /* Teacher forcing: [n_teacher_frames][n_code_groups] codes, each in
+     * [0, codebook size), fed back instead of the model's own choices; the
+     * model's choices are still made and compared (qtts_stats.teacher_agree).
+     * Generates exactly n_teacher_frames frames as force_frames does (and
+     * takes its place). Borrowed until the generation ends. Default NULL */
+    const int32_t *teacher_codes;
+    int n_teacher_frames; /* frames in teacher_codes, >= 1 when given; default 0 */
+} qtts_gen_debug;
+
+/* Defaults: template ids -1, no forced frames, no teacher codes. */
+qtts_gen_debug qtts_gen_debug_default_params(void);
+
 typedef struct qtts_gen_params {
     /* What to say: either text (UTF-8) or already-tokenized text_ids (the ids
      * between the chat template's fixed tokens). */
@@ -245,25 +272,12 @@ typedef struct qtts_gen_params {
     int max_new_tokens;        /* talker tokens incl. the final one; default from
                                   generation_config.json (8192), else 2048 */
     uint64_t seed;             /* RNG seed; default 0 */
-    /* Fixed template ids used when text/instruction come as ids and the
-     * folder has no tokenizer (e.g. test checkpoints with a small vocabulary):
-     * id of "\n" and of "user"; -1 = from the tokenizer, else the Qwen
-     * vocabulary's 198 / 872. Default -1. */
-    int newline_id;
-    int user_id;
     /* Runaway guard: stop a piece that has not ended after 50 + 8 x (its text
      * tokens) frames (about 2.5x a normal speaking rate), keep the audio so far
      * and report QTTS_STOP_LENGTH_CAP with a warning. 0 = off (max_new_tokens
      * still applies). Default 1. */
     int auto_length_cap;
-    /* Measurement aids (qtts-bench). force_frames > 0: generate exactly this
-     * many frames, EOS disabled and length cap off (max_new_tokens ignored).
-     * teacher_codes: [n_teacher_frames][16] codes fed back instead of the
-     * model's own choices (teacher forcing); the model's choices are still
-     * made and compared (qtts_context_get_stats). Defaults 0 / NULL / 0. */
-    int force_frames;
-    const int32_t *teacher_codes;
-    int n_teacher_frames;
+    const qtts_gen_debug *debug; /* test and benchmark aids; borrowed; default NULL = none */
 } qtts_gen_params;
 
 /* Why the last generation (the last piece) ended. */

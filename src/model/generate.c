@@ -17,17 +17,28 @@ qtts_context_params qtts_context_default_params(void) {
     return p;
 }
 
+qtts_gen_debug qtts_gen_debug_default_params(void) {
+    qtts_gen_debug d;
+    d.newline_id = -1;
+    d.user_id = -1;
+    d.force_frames = 0;
+    d.teacher_codes = NULL;
+    d.n_teacher_frames = 0;
+    return d;
+}
+
+/* The request's debug aids, or the defaults when it gives none. */
+static qtts_gen_debug gen_debug(const qtts_gen_params *p) {
+    return p->debug ? *p->debug : qtts_gen_debug_default_params();
+}
+
 qtts_gen_params qtts_gen_default_params(const qtts_model *m) {
     qtts_gen_params p;
     memset(&p, 0, sizeof p);
     p.language = "auto";
     p.text_mode = QTTS_TEXT_MODE_DEFAULT;
-    p.newline_id = -1;
-    p.user_id = -1;
     p.auto_length_cap = 1;
-    p.force_frames = 0;
-    p.teacher_codes = NULL;
-    p.n_teacher_frames = 0;
+    p.debug = NULL;
     if (m) {
         p.talker = m->gen.talker;
         p.predictor = m->gen.predictor;
@@ -204,8 +215,9 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
     if (vst) return vst;
     const qtts_config *cfg = &m->cfg;
     qtts_status s;
-    const int nl = p->newline_id >= 0 ? p->newline_id : m->newline_id;
-    int user = p->user_id;
+    const qtts_gen_debug dbg = gen_debug(p);
+    const int nl = dbg.newline_id >= 0 ? dbg.newline_id : m->newline_id;
+    int user = dbg.user_id;
     if (user < 0) {
         user = 872; /* "user" in the Qwen vocabulary */
         if (m->tok) {
@@ -399,8 +411,8 @@ static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int
     if (g->cap_frames >= 0 && g->cap_frames + 1 < frames) frames = g->cap_frames + 1;
     if (c->params.n_ctx - P + 1 < frames) frames = c->params.n_ctx - P + 1;
     const lmv_request q = {g->pr.embeds, P, g->pr.queue, g->pr.n_queue, g->pr.tts_pad, frames, &g->p.talker,
-                           &g->p.predictor, g->p.seed, g->forced > 0, g->p.teacher_codes,
-                           g->p.teacher_codes ? g->p.n_teacher_frames : 0, reuse};
+                           &g->p.predictor, g->p.seed, g->forced > 0, g->dbg.teacher_codes,
+                           g->dbg.teacher_codes ? g->dbg.n_teacher_frames : 0, reuse};
     const lmv_trace lt = vulkan_trace(tr, c);
     double gpu_ms = 0;
     qtts_status s = lmv_prefill(c->lmv, &q, tr ? &lt : NULL, &gpu_ms, e);
@@ -456,19 +468,22 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
         return s;
     if (p->max_new_tokens < 1)
         return err_set(e, QTTS_ERR_INVALID_ARG, "max_new_tokens must be >= 1 (got %d)", p->max_new_tokens);
-    if (p->force_frames < 0 || p->n_teacher_frames < 0 || (p->teacher_codes && p->n_teacher_frames < 1))
+    const qtts_gen_debug dbg = gen_debug(p);
+    if (dbg.force_frames < 0 || dbg.n_teacher_frames < 0 || (dbg.teacher_codes && dbg.n_teacher_frames < 1))
         return err_set(e, QTTS_ERR_INVALID_ARG, "force_frames and n_teacher_frames must be >= 0 (teacher codes need frames)");
-    for (int i = 0; p->teacher_codes && i < p->n_teacher_frames * G; i++)
-        if (p->teacher_codes[i] < 0 || p->teacher_codes[i] >= cfg->cp.vocab)
-            return err_set(e, QTTS_ERR_INPUT, "teacher code %d at frame %d is outside [0, %d)", p->teacher_codes[i], i / G,
-                           cfg->cp.vocab);
+    for (int i = 0; dbg.teacher_codes && i < dbg.n_teacher_frames * G; i++)
+        if (dbg.teacher_codes[i] < 0 || dbg.teacher_codes[i] >= cfg->cp.vocab)
+            return err_set(e, QTTS_ERR_INPUT, "teacher code %d at frame %d is outside [0, %d)", dbg.teacher_codes[i],
+                           i / G, cfg->cp.vocab);
     if (!c->keep_stats) memset(&c->stats, 0, sizeof c->stats);
     const double t_start = now_ms();
     c->stop_reason = QTTS_STOP_NONE;
     gen_request req;
     if ((s = gen_resolve(m, p, &req, e))) return s;
     g->p = *p;
-    g->forced = p->teacher_codes ? p->n_teacher_frames : p->force_frames;
+    g->p.debug = NULL;
+    g->dbg = dbg;
+    g->forced = dbg.teacher_codes ? dbg.n_teacher_frames : dbg.force_frames;
     g->n_text_tokens = req.n_text_tokens;
     /* runaway guard: frames allowed for this text */
     g->cap_frames = p->auto_length_cap && !g->forced ? 50 + 8 * g->n_text_tokens : -1;
@@ -599,7 +614,7 @@ static void gen_step_vulkan(qtts_context **cs, int n) {
             continue;
         }
         const int k = g->k;
-        const int teach = g->p.teacher_codes && k < g->p.n_teacher_frames;
+        const int teach = g->dbg.teacher_codes && k < g->dbg.n_teacher_frames;
         if (teach) {
             c->stats.teacher_frames++;
             c->stats.teacher_agree[0] += agree[0];
@@ -654,7 +669,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         if (tr && tr->on_talker_logits) tr->on_talker_logits(k, lg, V, tr->user);
         int c0 = sample_token(&c->rng, lg, V, &g->p.talker);
         const int32_t *teach =
-            g->p.teacher_codes && k < g->p.n_teacher_frames ? g->p.teacher_codes + (size_t)k * G : NULL;
+            g->dbg.teacher_codes && k < g->dbg.n_teacher_frames ? g->dbg.teacher_codes + (size_t)k * G : NULL;
         if (teach) {
             c->stats.teacher_frames++;
             c->stats.teacher_agree[0] += c0 == teach[0];
@@ -691,7 +706,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         gen_state *g = &c->gs;
         int32_t *fr = ss->frames + (size_t)i * G;
         const int32_t *teach =
-            g->p.teacher_codes && g->k < g->p.n_teacher_frames ? g->p.teacher_codes + (size_t)g->k * G : NULL;
+            g->dbg.teacher_codes && g->k < g->dbg.n_teacher_frames ? g->dbg.teacher_codes + (size_t)g->k * G : NULL;
         ops_get_row(&m->talker.codec_embedding, fr[0], ss->c0e + (size_t)i * H);
         jobs[j] = (cp_job){&c->cp, ss->y + (size_t)i * H, ss->c0e + (size_t)i * H, &g->p.predictor, &c->rng, fr + 1,
                            teach ? teach + 1 : NULL, ss->agree + (size_t)i * G, c->trace ? &c->trace->cp : NULL};
@@ -708,7 +723,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         qtts_context *c = cs[i];
         gen_state *g = &c->gs;
         const int32_t *fr = ss->frames + (size_t)i * G;
-        if (g->p.teacher_codes && g->k < g->p.n_teacher_frames)
+        if (g->dbg.teacher_codes && g->k < g->dbg.n_teacher_frames)
             for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += ss->agree[(size_t)i * G + q - 1];
         if (deliver(c, fr, G, &t_cb)) continue;
         /* next talker input: frame embedding + next text vector */

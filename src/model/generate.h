@@ -44,7 +44,10 @@ void step_scratch_free(step_scratch *s);
 /* One generation in progress on a context. */
 typedef struct gen_state {
     int active;              /* between gen_begin and the step that finishes it */
-    qtts_gen_params p;       /* the request (its pointers stay borrowed until the end) */
+    qtts_gen_params p;       /* the request (its pointers stay borrowed until the end; p.debug NULL:
+                                the request's debug aids are copied to dbg) */
+    qtts_gen_debug dbg;      /* the request's debug aids, defaults when it gave none
+                                (dbg.teacher_codes stays borrowed until the end) */
     prompt_out pr;           /* prompt and trailing text queue */
     int P;                   /* prompt positions */
     int k;                   /* next talker step */

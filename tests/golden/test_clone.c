@@ -88,7 +88,9 @@ int main(void) {
         gp.voice = v;
         gp.text_ids = text;
         gp.n_text_ids = n_text;
-        gp.newline_id = 10;
+        qtts_gen_debug dbg = qtts_gen_debug_default_params();
+        dbg.newline_id = 10;
+        gp.debug = &dbg;
         json_t *lang = json_object_get(pj, "language");
         gp.language = json_string_value(lang);
         gp.text_mode = json_is_true(json_object_get(pj, "non_streaming_mode")) ? QTTS_TEXT_MODE_NON_STREAMING

@@ -116,6 +116,8 @@ static void run_case(const char *cs) {
         const char *kind = json_string_value(json_object_get(pj, "kind"));
         if (!kind || strcmp(kind, "codec_long") == 0) continue;
         qtts_gen_params gp = qtts_gen_default_params(m);
+        qtts_gen_debug dbg = qtts_gen_debug_default_params();
+        gp.debug = &dbg;
         gp.talker.do_sample = 0;
         gp.predictor.do_sample = 0;
         gp.talker.repetition_penalty = (float)json_number_value(json_object_get(pj, "repetition_penalty"));
@@ -135,12 +137,12 @@ static void run_case(const char *cs) {
         } else {
             text_ids = test_ids_from_json(input_ids, 3, 5, &gp.n_text_ids);
             gp.text_ids = text_ids;
-            gp.newline_id = (int)json_integer_value(json_array_get(input_ids, 2));
+            dbg.newline_id = (int)json_integer_value(json_array_get(input_ids, 2));
             json_t *ins = json_object_get(pj, "instruct_ids");
             if (ins) {
                 instr_ids = test_ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
                 gp.instruct_ids = instr_ids;
-                gp.user_id = (int)json_integer_value(json_array_get(ins, 1));
+                dbg.user_id = (int)json_integer_value(json_array_get(ins, 1));
             }
         }
         npy_array xv = {0}, rc = {0};

@@ -67,6 +67,8 @@ static void run_case(const char *cs, int n_threads) {
         const char *kind = json_string_value(json_object_get(pj, "kind"));
         if (!kind || !strcmp(kind, "codec_long")) continue;
         qtts_gen_params gp = qtts_gen_default_params(m);
+        qtts_gen_debug dbg = qtts_gen_debug_default_params();
+        gp.debug = &dbg;
         gp.talker.do_sample = gp.predictor.do_sample = 0;
         gp.talker.repetition_penalty = (float)json_number_value(json_object_get(pj, "repetition_penalty"));
         gp.max_new_tokens = (int)json_integer_value(json_object_get(pj, "max_new_tokens"));
@@ -86,12 +88,12 @@ static void run_case(const char *cs, int n_threads) {
         } else {
             text_ids = test_ids_from_json(in, 3, 5, &gp.n_text_ids);
             gp.text_ids = text_ids;
-            gp.newline_id = (int)json_integer_value(json_array_get(in, 2));
+            dbg.newline_id = (int)json_integer_value(json_array_get(in, 2));
             json_t *ins = json_object_get(pj, "instruct_ids");
             if (ins) {
                 instr = test_ids_from_json(ins, 3, 2, &gp.n_instruct_ids);
                 gp.instruct_ids = instr;
-                gp.user_id = (int)json_integer_value(json_array_get(ins, 1));
+                dbg.user_id = (int)json_integer_value(json_array_get(ins, 1));
             }
         }
         if (!strcmp(kind, "xvec") || !strcmp(kind, "icl")) {
@@ -188,12 +190,15 @@ static qtts_model *load_or_report(const char *name, const char *test) {
 
 static const int32_t short_ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
 
-/* A short sampled request for ryan: 8 text ids, at most max_new frames. */
-static qtts_gen_params short_request(const qtts_model *m, int max_new, uint64_t seed) {
+/* A short sampled request for ryan: 8 text ids, at most max_new frames; its
+ * template ids go to *dbg, which gp.debug points at. */
+static qtts_gen_params short_request(const qtts_model *m, int max_new, uint64_t seed, qtts_gen_debug *dbg) {
     qtts_gen_params gp = qtts_gen_default_params(m);
+    *dbg = qtts_gen_debug_default_params();
+    dbg->newline_id = 10;
+    gp.debug = dbg;
     gp.text_ids = short_ids;
     gp.n_text_ids = 8;
-    gp.newline_id = 10;
     gp.speaker = "ryan";
     gp.max_new_tokens = max_new;
     gp.seed = seed;
@@ -206,7 +211,8 @@ static void cancel_test(int n_threads) {
     qtts_model *m;
     qtts_context *ctx;
     if (!load_cv(n_threads, "pipeline/cancel", &m, &ctx)) return;
-    qtts_gen_params gp = short_request(m, 40, 7);
+    qtts_gen_debug dbg;
+    qtts_gen_params gp = short_request(m, 40, 7, &dbg);
     for (int ov = 0; ov <= 1; ov++) {
         qtts_audio_params ap = qtts_audio_default_params();
         ap.first_chunk_frames = 1;
@@ -281,7 +287,8 @@ static void auto_overlap_test(void) {
         qtts_model *m;
         qtts_context *ctx;
         if (!load_cv(t + 1, "pipeline/auto_overlap", &m, &ctx)) return;
-        qtts_gen_params gp = short_request(m, 24, 3);
+        qtts_gen_debug dbg;
+        qtts_gen_params gp = short_request(m, 24, 3, &dbg);
         qtts_audio_params ap = qtts_audio_default_params();
         ap.chunk_frames = 1;
         collect c = {0};
@@ -349,7 +356,8 @@ static void lend_test(void) {
         qtts_model *m;
         qtts_context *ctx;
         if (!load_cv(t, "pipeline/lend", &m, &ctx)) return;
-        qtts_gen_params gp = short_request(m, 20, 5);
+        qtts_gen_debug dbg;
+        qtts_gen_params gp = short_request(m, 20, 5, &dbg);
         if (t == 1) {
             test_report("pipeline/lend_one_thread_none", qtts_model_lend_thread(m) == 0, "lent a thread of a 1-thread model");
             qtts_model_return_thread(m);
@@ -515,9 +523,10 @@ static void long_text_test(void) {
 static void cache_growth_test(void) {
     qtts_model *m = load_or_report("custom_voice", "pipeline/cache_growth/load");
     if (!m) return;
-    qtts_gen_params gp = short_request(m, 600, 7);
+    qtts_gen_debug dbg;
+    qtts_gen_params gp = short_request(m, 600, 7, &dbg);
     gp.language = "english";
-    gp.force_frames = 600;
+    dbg.force_frames = 600;
     int32_t *codes[3] = {NULL, NULL, NULL};
     int nf[3] = {0, 0, 0}, ok = 1;
     qtts_context *fresh = NULL, *grown = NULL;
@@ -594,12 +603,13 @@ static void voice_prefix_test(void) {
         {"again_auto", "vivian", "auto", other_ids, 11, 8, 24},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        qtts_gen_params gp = short_request(m, 30, 11 + r);
+        qtts_gen_debug dbg;
+        qtts_gen_params gp = short_request(m, 30, 11 + r, &dbg);
         gp.text_ids = runs[r].ids;
         gp.n_text_ids = runs[r].n_ids;
         gp.speaker = runs[r].speaker;
         gp.language = runs[r].language;
-        gp.force_frames = runs[r].frames;
+        dbg.force_frames = runs[r].frames;
         gp.text_mode = r % 2 ? QTTS_TEXT_MODE_NON_STREAMING : QTTS_TEXT_MODE_STREAMING;
         int same = 0, reused = -1, np = 0;
         const int ran = prefix_run(m, ctx, &gp, &same, &reused, &np);
@@ -613,8 +623,9 @@ static void voice_prefix_test(void) {
     qtts_context_params cp = qtts_context_default_params();
     cp.reuse_voice_prefix = 0;
     qtts_context *off = NULL;
-    qtts_gen_params gp = short_request(m, 30, 3);
-    gp.force_frames = 4;
+    qtts_gen_debug dbg;
+    qtts_gen_params gp = short_request(m, 30, 3, &dbg);
+    dbg.force_frames = 4;
     qtts_stats st = {0};
     int ok = !qtts_context_new(m, &cp, &off) && !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL) &&
              !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL);
@@ -639,7 +650,7 @@ static void voice_prefix_test(void) {
     static const int32_t ref_ids[] = {40, 41, 42};
     qtts_context_new(m, NULL, &ctx);
     for (int r = 0; r < 4; r++) {
-        gp = short_request(m, 30, 21 + r);
+        gp = short_request(m, 30, 21 + r, &dbg);
         gp.speaker = NULL;
         gp.language = "english";
         gp.xvector = xv.f32;
@@ -650,7 +661,7 @@ static void voice_prefix_test(void) {
         gp.text_ids = r % 2 ? other_ids : short_ids;
         gp.n_text_ids = r % 2 ? 11 : 8;
         gp.text_mode = r >= 2 ? QTTS_TEXT_MODE_NON_STREAMING : QTTS_TEXT_MODE_STREAMING;
-        gp.force_frames = 16;
+        dbg.force_frames = 16;
         /* 3 role + 6 control (language, x-vector) + the 3 reference transcript positions;
          * those carry the reference codes in streaming mode, the codec pad in
          * non-streaming mode, so a change of mode keeps only the control block */
@@ -677,14 +688,16 @@ static void stats_test(void) {
     qtts_context_new(m, NULL, &ctx);
     const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
     qtts_gen_params gp = qtts_gen_default_params(m);
+    qtts_gen_debug dbg = qtts_gen_debug_default_params();
+    dbg.newline_id = 10;
+    gp.debug = &dbg;
     gp.text_ids = ids;
     gp.n_text_ids = 8;
-    gp.newline_id = 10;
     gp.speaker = "ryan";
     gp.language = "english";
     gp.text_mode = QTTS_TEXT_MODE_STREAMING;
     gp.talker.do_sample = gp.predictor.do_sample = 0;
-    gp.force_frames = 20;
+    dbg.force_frames = 20;
     float *pcm = NULL;
     size_t n = 0;
     qtts_status s = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
@@ -721,9 +734,9 @@ static void stats_test(void) {
     npy_load(test_path("golden/data/custom_voice/golden/stream_en_ryan_rp105/codes.npy"), &gc, err, sizeof err);
     int32_t *t = malloc(sizeof(int32_t) * gc.n);
     for (long i = 0; i < gc.n; i++) t[i] = (int32_t)gc.i64[i];
-    gp.force_frames = 0;
-    gp.teacher_codes = t;
-    gp.n_teacher_frames = (int)gc.shape[0];
+    dbg.force_frames = 0;
+    dbg.teacher_codes = t;
+    dbg.n_teacher_frames = (int)gc.shape[0];
     int32_t *codes = NULL;
     int nf = 0;
     s = qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, &nf);

@@ -58,6 +58,8 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
         const char *kind = json_string_value(json_object_get(pj, "kind"));
         if (!kind || (strcmp(kind, "tts") && strcmp(kind, "e2e"))) continue;
         qtts_gen_params gp = qtts_gen_default_params(m);
+        qtts_gen_debug dbg = qtts_gen_debug_default_params();
+        gp.debug = &dbg;
         gp.talker.do_sample = gp.predictor.do_sample = 0;
         gp.talker.repetition_penalty = (float)json_number_value(json_object_get(pj, "repetition_penalty"));
         json_t *lang = json_object_get(pj, "language"), *spk = json_object_get(pj, "speaker");
@@ -69,11 +71,11 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
         json_t *in = json_object_get(pj, "input_ids"), *ij = json_object_get(pj, "instruct_ids");
         t = test_ids_from_json(in, 3, 5, &gp.n_text_ids);
         gp.text_ids = t;
-        gp.newline_id = (int)json_integer_value(json_array_get(in, 2));
+        dbg.newline_id = (int)json_integer_value(json_array_get(in, 2));
         if (ij) {
             ins = test_ids_from_json(ij, 3, 2, &gp.n_instruct_ids);
             gp.instruct_ids = ins;
-            gp.user_id = (int)json_integer_value(json_array_get(ij, 1));
+            dbg.user_id = (int)json_integer_value(json_array_get(ij, 1));
         }
         npy_array codes = {0}, ts = {0}, cps = {0};
         npy_load(test_path("golden/data/%s/golden/%s/codes.npy", cs, rn), &codes, err, sizeof err);
@@ -81,8 +83,8 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
         npy_load(test_path("golden/data/%s/golden/%s/cp_scores.npy", cs, rn), &cps, err, sizeof err);
         int32_t *teacher = malloc(sizeof(int32_t) * (codes.n + 1));
         for (long i = 0; i < codes.n; i++) teacher[i] = (int32_t)codes.i64[i];
-        gp.teacher_codes = teacher;
-        gp.n_teacher_frames = (int)codes.shape[0];
+        dbg.teacher_codes = teacher;
+        dbg.n_teacher_frames = (int)codes.shape[0];
         cap c = {0};
         gen_trace tr = {0};
         tr.user = &c;
@@ -146,7 +148,9 @@ static int32_t *codes_with(const char *cs, qtts_weight_type wt, int huge, int *n
         static const int32_t ids[] = {97, 11, 879, 13}; /* the tiny checkpoints have 1024 text ids */
         gp.text_ids = ids;
         gp.n_text_ids = 4;
-        gp.force_frames = 12;
+        qtts_gen_debug dbg = qtts_gen_debug_default_params();
+        dbg.force_frames = 12;
+        gp.debug = &dbg;
         if (qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, n) != QTTS_OK) {
             printf("# %s\n", qtts_context_last_error(ctx));
             *n = 0;

@@ -18,7 +18,9 @@ static qtts_status gen(qtts_model *m, uint64_t seed, int32_t **codes, int *n, qt
     gp.text = "Hello there, how are you today?";
     gp.speaker = "vivian";
     gp.seed = seed;
-    gp.force_frames = 12; /* the same length for every seed */
+    qtts_gen_debug dbg = qtts_gen_debug_default_params();
+    dbg.force_frames = 12; /* the same length for every seed */
+    gp.debug = &dbg;
     /* sampled (the golden checkpoints' generation_config is greedy), with
        every warper: temperature, top-k, top-p */
     gp.talker.do_sample = gp.predictor.do_sample = 1;

@@ -93,7 +93,9 @@ static job *make_job(qtts_model *m, const char *text, const char *speaker, int f
     qtts_gen_params gp = qtts_gen_default_params(m);
     gp.text = j->text;
     gp.speaker = j->speaker;
-    gp.force_frames = frames;
+    j->debug = qtts_gen_debug_default_params();
+    j->debug.force_frames = frames;
+    gp.debug = &j->debug;
     gp.seed = seed;
     j->gp = gp;
     j->first_chunk_frames = 1;

@@ -306,11 +306,14 @@ static int on_frame_cancel(const int32_t *codes, int frame_index, void *user) {
     return frame_index + 1 >= g_cancel_after;
 }
 
+/* The template ids of the test checkpoints' small vocabulary. */
+static const qtts_gen_debug k_debug = {.newline_id = NEWLINE_ID, .user_id = -1};
+
 static qtts_gen_params valid_params(const qtts_model *m) {
     qtts_gen_params gp = qtts_gen_default_params(m);
     gp.text_ids = k_text_ids;
     gp.n_text_ids = 8;
-    gp.newline_id = NEWLINE_ID;
+    gp.debug = &k_debug;
     gp.speaker = "ryan";
     gp.language = "english";
     gp.max_new_tokens = 4;
@@ -454,8 +457,19 @@ static void test_custom_voice(void) {
     bad_ids[1] = -3;
     expect_gen("gen_text_id_negative", ctx, &b, QTTS_ERR_INPUT, "-3", NULL);
     b = valid_params(m);
-    b.newline_id = 4096;
+    qtts_gen_debug dbg = k_debug;
+    b.debug = &dbg;
+    dbg.newline_id = 4096;
     expect_gen("gen_newline_id_out_of_vocab", ctx, &b, QTTS_ERR_INPUT, "4096", NULL);
+    dbg = k_debug;
+    dbg.force_frames = -1;
+    expect_gen("gen_force_frames_negative", ctx, &b, QTTS_ERR_INVALID_ARG, "force_frames", NULL);
+    const int32_t teacher_bad[16] = {3, 5000};
+    dbg = k_debug;
+    dbg.teacher_codes = teacher_bad;
+    expect_gen("gen_teacher_codes_without_frames", ctx, &b, QTTS_ERR_INVALID_ARG, "teacher codes", NULL);
+    dbg.n_teacher_frames = 1;
+    expect_gen("gen_teacher_code_out_of_range", ctx, &b, QTTS_ERR_INPUT, "5000", "frame 0");
     b = valid_params(m);
     b.max_new_tokens = 0;
     expect_gen("gen_max_new_tokens_zero", ctx, &b, QTTS_ERR_INVALID_ARG, "max_new_tokens", NULL);
@@ -505,6 +519,35 @@ static void test_custom_voice(void) {
     CHECK("gen_null_params", qtts_generate_codes(ctx, NULL, NULL, NULL, NULL, NULL) == QTTS_ERR_INVALID_ARG &&
                                  qtts_generate_codes(NULL, &gp, NULL, NULL, NULL, NULL) == QTTS_ERR_INVALID_ARG,
           "NULL context / params not rejected");
+
+    /* the debug aids: forced frames past max_new_tokens, teacher codes fed and compared */
+    qtts_gen_debug dd = qtts_gen_debug_default_params();
+    CHECK("gen_debug_defaults", dd.newline_id == -1 && dd.user_id == -1 && dd.force_frames == 0 &&
+                                    dd.teacher_codes == NULL && dd.n_teacher_frames == 0 &&
+                                    qtts_gen_default_params(m).debug == NULL,
+          "newline %d user %d force %d teacher %p/%d", dd.newline_id, dd.user_id, dd.force_frames,
+          (const void *)dd.teacher_codes, dd.n_teacher_frames);
+    b = valid_params(m);
+    dbg = k_debug;
+    dbg.force_frames = 6;
+    b.debug = &dbg;
+    codes = NULL;
+    st = qtts_generate_codes(ctx, &b, NULL, NULL, &codes, &n2);
+    CHECK("gen_debug_force_frames", st == QTTS_OK && n2 == 6 && codes, "status %d, %d frames (max_new_tokens 4)",
+          (int)st, n2);
+    int32_t teacher[3 * 16] = {0};
+    for (int i = 0; codes && n2 == 6 && i < 3 * 16; i++) teacher[i] = codes[i] % 7;
+    free(codes);
+    dbg = k_debug;
+    dbg.teacher_codes = teacher;
+    dbg.n_teacher_frames = 3;
+    codes = NULL;
+    st = qtts_generate_codes(ctx, &b, NULL, NULL, &codes, &n2);
+    qtts_stats qs;
+    qtts_context_get_stats(ctx, &qs);
+    CHECK("gen_debug_teacher_codes", st == QTTS_OK && n2 == 3 && qs.teacher_frames == 3,
+          "status %d, %d frames, %d teacher frames", (int)st, n2, qs.teacher_frames);
+    free(codes);
     qtts_context_free(ctx);
 
     /* a context too small for the prompt */

@@ -289,8 +289,10 @@ void run_output_free(run_output *o);
 /* Record the bandwidth probed around a run (mean of the probes before and
  * after it) and measure the run's roofline against it. */
 void run_set_probe(run_metrics *m, double probe_gbps);
-/* Fill gen params for a case on this model (speaker/instruct/voice). */
-void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp);
+/* Fill gen params for a case on this model (speaker/instruct/voice); the
+ * forced frames and teacher codes go to *dbg, which gp->debug points at. */
+void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp,
+                      qtts_gen_debug *dbg);
 
 typedef struct metric_desc {
     const char *key;      /* JSON / CSV name */

@@ -127,7 +127,8 @@ static int on_frame(const int32_t *codes, int frame_index, void *user) {
     return 0;
 }
 
-void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp) {
+void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_request *rq, qtts_gen_params *gp,
+                      qtts_gen_debug *dbg) {
     qtts_model_info info;
     qtts_model_get_info(model, &info);
     *gp = qtts_gen_default_params(model);
@@ -136,9 +137,11 @@ void bench_gen_params(qtts_model *model, const bench_config *cfg, const run_requ
     gp->text_mode = cfg->mode;
     gp->seed = rq->seed;
     if (rq->greedy) gp->talker.do_sample = 0, gp->predictor.do_sample = 0;
-    gp->force_frames = rq->frames;
-    gp->teacher_codes = rq->teacher;
-    gp->n_teacher_frames = rq->n_teacher;
+    *dbg = qtts_gen_debug_default_params();
+    dbg->force_frames = rq->frames;
+    dbg->teacher_codes = rq->teacher;
+    dbg->n_teacher_frames = rq->n_teacher;
+    gp->debug = dbg;
     if (info.type == QTTS_MODEL_CUSTOM_VOICE) {
         gp->speaker = strcmp(rq->c->language, "chinese") == 0 ? "vivian"
                       : strcmp(rq->c->language, "japanese") == 0 ? "ono_anna"
@@ -171,7 +174,8 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
         return -1;
     }
     qtts_gen_params gp;
-    bench_gen_params(model, cfg, rq, &gp);
+    qtts_gen_debug dbg;
+    bench_gen_params(model, cfg, rq, &gp, &dbg);
     qtts_audio_params ap = qtts_audio_default_params();
     ap.first_chunk_frames = cfg->first_chunk;
     ap.chunk_frames = cfg->chunk;

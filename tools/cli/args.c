@@ -35,8 +35,7 @@ static int parse_float(const char *opt, const char *v, float lo, float hi, float
 int cli_parse(int argc, char **argv, int first, cli_opts *o) {
     memset(o, 0, sizeof *o);
     o->split = qtts_split_default_params();
-    o->newline_id = -1;
-    o->user_id = -1;
+    o->debug = qtts_gen_debug_default_params();
     o->n_threads = 1;
     o->weights = QTTS_WEIGHTS_NATIVE;
     o->predictor_weights = QTTS_WEIGHTS_DEFAULT;
@@ -163,8 +162,8 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         }
         else if (!strcmp(a, "--device")) { NEED(); rc = parse_int(a, v, 0, 1023, &o->device); }
         else if (!strcmp(a, "--threads")) { NEED(); rc = parse_int(a, v, 1, 1024, &o->n_threads); }
-        else if (!strcmp(a, "--newline-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->newline_id); }
-        else if (!strcmp(a, "--user-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->user_id); }
+        else if (!strcmp(a, "--newline-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->debug.newline_id); }
+        else if (!strcmp(a, "--user-id")) { NEED(); rc = parse_int(a, v, 0, INT_MAX, &o->debug.user_id); }
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cli_usage(); return -1; }
         else {
             fprintf(stderr, "qtts: unknown option \"%s\" (see qtts --help)\n", a);

@@ -51,7 +51,7 @@ typedef struct cli_opts {
     float temperature, top_p, rep_pen, cp_temperature, cp_top_p;
     int top_k, cp_top_k, max_new_tokens;
     int set_temperature, set_top_p, set_rep_pen, set_cp_temperature, set_cp_top_p, set_top_k, set_cp_top_k;
-    int newline_id, user_id;
+    qtts_gen_debug debug;    /* --newline-id, --user-id */
     int n_threads;
     int weights;             /* qtts_weight_type for the talker (and predictor) */
     int predictor_weights;   /* qtts_weight_type, -1 = same */

@@ -199,8 +199,7 @@ int cmd_speak(int argc, char **argv, int first) {
         gp.max_new_tokens = o.max_new_tokens;
         gp.auto_length_cap = 0; /* an explicit limit overrides the runaway guard */
     }
-    gp.newline_id = o.newline_id;
-    gp.user_id = o.user_id;
+    gp.debug = &o.debug;
 
     if ((s = qtts_context_new(m, NULL, &ctx))) {
         fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));

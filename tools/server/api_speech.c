@@ -235,7 +235,11 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
     gp.max_new_tokens = (int)(p ? v : gp.max_new_tokens < cap ? gp.max_new_tokens : cap);
     /* measurement aid: exactly this many frames, end of speech ignored */
     if ((p = json_opt_int(o, "force_frames", 1, cap - 1, &v, e)) < 0) goto out;
-    if (p) gp.force_frames = (int)v;
+    if (p) {
+        j->debug = qtts_gen_debug_default_params();
+        j->debug.force_frames = (int)v;
+        gp.debug = &j->debug;
+    }
     j->first_chunk_frames = s->cfg.first_chunk_frames;
     j->chunk_frames = s->cfg.chunk_frames;
     if ((p = json_opt_int(o, "chunk_frames", 1, 64, &v, e)) < 0) goto out;

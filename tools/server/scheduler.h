@@ -37,12 +37,13 @@ typedef enum job_state { JOB_NEW = 0, JOB_QUEUED, JOB_RUNNING, JOB_DONE } job_st
  * counted (HTTP side + engine). */
 typedef struct job {
     /* request: owned strings, set before sched_submit, immutable after */
-    qtts_gen_params gp;       /* text/speaker/... point into the fields below */
+    qtts_gen_params gp;       /* text/speaker/debug/... point into the fields below */
+    qtts_gen_debug debug;     /* measurement aids (force_frames); gp.debug points here when a request
+                                 has them, else NULL. Set it from qtts_gen_debug_default_params() */
     char *text, *instruct, *speaker, *language;
     voice_ref *voice;         /* released with the job */
     float *xvector;           /* owned x-vector (the warm-up of Base models) or NULL */
     int first_chunk_frames, chunk_frames;
-    qtts_gen_debug debug;     /* the warm-up's forced frames (gp.debug points here when used) */
     /* shared state, guarded by mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
