@@ -4,10 +4,9 @@
  * checkpoints (sane audio, forced frame counts, run metrics); the report
  * formats (markdown, JSON round trip, CSV, SVG); compare on two real runs;
  * the decode placements (inline, worker, none) and RSS/weights; the
- * bandwidth probe's read loops; qtts-bench burst's bound and measurement;
- * the quality arm and the recogniser
- * plumbing. Seconds, not minutes: the
- * models written here use the tiny geometry (make-model --tiny). */
+ * bandwidth probe's read loops; the quality arm and the recogniser plumbing.
+ * Seconds, not minutes: the models written here use the tiny geometry
+ * (make-model --tiny). */
 #include <jansson.h>
 #include <stdarg.h>
 #include <math.h>
@@ -808,187 +807,6 @@ static void test_quality(void) {
     free(t);
 }
 
-/* qtts-bench burst: the bound's linear programme on costs worked out by hand
- * and, on random costs, against the primal solved another way (the least
- * total time over every set of at most three configurations that does the
- * work exactly); then a short measurement on the tiny model. */
-static double primal_tmin(const burst_costs *c, const double w[BT_N]) {
-    double r[16][BT_N];
-    int n = 0;
-    for (int k = 0; k < BT_N; k++) {
-        const double t[2] = {c->two[k], c->one[k]};
-        for (int v = 0; v < 2; v++)
-            if (t[v] > 0) {
-                memset(r[n], 0, sizeof r[n]);
-                r[n++][k] = 1 / t[v];
-            }
-    }
-    for (int a = 0; a < BT_N; a++)
-        for (int b = a; b < BT_N; b++)
-            if (c->pair[a][b][0] > 0 && c->pair[a][b][1] > 0) {
-                memset(r[n], 0, sizeof r[n]);
-                r[n][a] += 1 / c->pair[a][b][0];
-                r[n++][b] += 1 / c->pair[a][b][1];
-            }
-    /* a basic solution: three configurations (a zero-work column allowed) whose
-     * times t >= 0 give exactly w, by Gaussian elimination */
-    double best = INFINITY;
-    for (int i = 0; i < n + 3; i++)
-        for (int j = i + 1; j < n + 3; j++)
-            for (int k = j + 1; k < n + 3; k++) {
-                const int id[3] = {i, j, k};
-                double M[3][4];
-                for (int row = 0; row < 3; row++) {
-                    for (int col = 0; col < 3; col++)
-                        M[row][col] = id[col] < n ? r[id[col]][row] : (id[col] - n == row ? -1.0 : 0.0); /* slack */
-                    M[row][3] = w[row];
-                }
-                int ok = 1;
-                for (int col = 0; col < 3 && ok; col++) {
-                    int piv = col;
-                    for (int row = col + 1; row < 3; row++)
-                        if (fabs(M[row][col]) > fabs(M[piv][col])) piv = row;
-                    if (fabs(M[piv][col]) < 1e-15) ok = 0;
-                    else {
-                        for (int q = 0; q < 4; q++) {
-                            const double x = M[col][q];
-                            M[col][q] = M[piv][q];
-                            M[piv][q] = x;
-                        }
-                        for (int row = 0; row < 3; row++)
-                            if (row != col) {
-                                const double f = M[row][col] / M[col][col];
-                                for (int q = 0; q < 4; q++) M[row][q] -= f * M[col][q];
-                            }
-                    }
-                }
-                if (!ok) continue;
-                double sum = 0;
-                for (int col = 0; col < 3 && ok; col++) {
-                    const double t = M[col][3] / M[col][col];
-                    if (t < -1e-9) ok = 0;
-                    if (id[col] < n) sum += t;
-                }
-                if (ok && sum < best) best = sum;
-            }
-    return best;
-}
-
-static void test_burst(void) {
-    burst_costs c;
-    burst_result r;
-    memset(&c, 0, sizeof c);
-    c.two[BT_P] = 100, c.two[BT_S] = 40, c.two[BT_D] = 20;
-    burst_bounds(&c, &r);
-    CHECK("burst bound: with the 2-thread tasks alone it is the one-at-a-time engine's",
-          fabs(r.t1 - 160) < 1e-9 && fabs(r.serial - 360) < 1e-9 && fabs(r.any - 360) < 1e-6 &&
-              fabs(r.case2 - 390) < 1e-6 && fabs(r.share[BT_P] - 100) < 1e-6,
-          "t1 %g serial %g any %g case2 %g share %g", r.t1, r.serial, r.any, r.case2, r.share[BT_P]);
-    c.one[BT_P] = 201, c.one[BT_S] = 81, c.one[BT_D] = 41;
-    c.pair[BT_P][BT_P][0] = c.pair[BT_P][BT_P][1] = 200;
-    c.pair[BT_S][BT_S][0] = c.pair[BT_S][BT_S][1] = 80;
-    burst_bounds(&c, &r);
-    CHECK("burst bound: side by side no faster than one after another changes nothing", fabs(r.any - 360) < 1e-6,
-          "%g", r.any);
-    memset(&c, 0, sizeof c);
-    c.two[BT_P] = 100, c.two[BT_S] = 50, c.two[BT_D] = 20;
-    c.pair[BT_P][BT_P][0] = c.pair[BT_P][BT_P][1] = 160; /* two prefills in 160 ms */
-    burst_bounds(&c, &r);
-    CHECK("burst bound: prefills side by side (by hand: 325 and 340 ms)",
-          fabs(r.case1 - 325) < 1e-6 && fabs(r.case2 - 340) < 1e-6 && fabs(r.any - 325) < 1e-6, "case1 %g case2 %g",
-          r.case1, r.case2);
-    memset(&c, 0, sizeof c);
-    c.two[BT_P] = 100, c.two[BT_S] = 50, c.two[BT_D] = 20;
-    c.pair[BT_P][BT_S][0] = 150, c.pair[BT_P][BT_S][1] = 75; /* a step beside a prefill */
-    const double w210[BT_N] = {2, 1, 0}, w001[BT_N] = {0, 0, 1};
-    CHECK("burst bound: a step beside a prefill (by hand: 225 ms for 2 prefills and a step)",
-          fabs(burst_tmin(&c, w210) - 225) < 1e-6, "%g", burst_tmin(&c, w210));
-    c.two[BT_D] = 0;
-    CHECK("burst bound: work no configuration does has no bound", isnan(burst_tmin(&c, w001)), "%g",
-          burst_tmin(&c, w001));
-    /* random costs: the dual's optimum equals the primal's, and the bound is
-     * never above the one-at-a-time engine's */
-    unsigned long long x = 88172645463325252ULL;
-    int bad = 0, worse = 0;
-    double g1 = 0, g2 = 0;
-    for (int it = 0; it < 300; it++) {
-        memset(&c, 0, sizeof c);
-        double *all[2 * BT_N + BT_N * (BT_N + 1)];
-        int na = 0;
-        for (int k = 0; k < BT_N; k++) all[na++] = &c.two[k], all[na++] = &c.one[k];
-        for (int a = 0; a < BT_N; a++)
-            for (int b = a; b < BT_N; b++) all[na++] = &c.pair[a][b][0], all[na++] = &c.pair[a][b][1];
-        for (int q = 0; q < na; q++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            *all[q] = 10 + (double)(x % 4000) / 10.0;
-        }
-        const double w[BT_N] = {1 + (double)(x % 3), (double)(x / 3 % 3), 1 + (double)(x / 9 % 3)};
-        const double d = burst_tmin(&c, w), p = primal_tmin(&c, w);
-        if (!(fabs(d - p) <= 1e-6 * p) && !bad++) g1 = d, g2 = p;
-        burst_bounds(&c, &r);
-        worse += !(r.any <= r.serial + 1e-9 && r.any > 0);
-    }
-    CHECK("burst bound: the linear programme's dual = its primal (300 random cost sets)", bad == 0,
-          "%d differ, first: dual %g primal %g", bad, g1, g2);
-    CHECK("burst bound: never above the one-at-a-time bound (300 random cost sets)", worse == 0, "%d", worse);
-
-    /* the end-to-end bound, worked out by hand */
-    memset(&c, 0, sizeof c);
-    c.two[BT_S] = 60, c.one[BT_S] = 100, c.two[BT_P] = 150, c.one[BT_P] = 290;
-    c.step_two[2] = 70, c.step_one[2] = 120, c.step_two[3] = 80, c.step_one[3] = 150;
-    c.step_two[4] = 90, c.step_one[4] = 170, c.chunk_two = 160, c.chunk_one = 300;
-    burst_tput t;
-    burst_tput_bounds(&c, 69, &t);
-    const double t1 = 60 + 40 + 150.0 / 69, t4 = 4 * (42.5 + 75 + 290.0 / 69) / 2;
-    CHECK("burst end-to-end bound: shares, one stream's frame, 4 streams' frame and the ratio (by hand)",
-          fabs(t.g[1] - 100) < 1e-9 && fabs(t.g[2] - 60) < 1e-9 && fabs(t.g[3] - 50) < 1e-9 &&
-              fabs(t.g[4] - 42.5) < 1e-9 && fabs(t.e - 75) < 1e-9 && fabs(t.p - 290.0 / 69) < 1e-9 &&
-              fabs(t.t1 - t1) < 1e-9 && fabs(t.t4 - t4) < 1e-9 && fabs(t.ratio - 4 * t1 / t4) < 1e-12,
-          "g %g %g %g %g e %g p %g t1 %g t4 %g ratio %g", t.g[1], t.g[2], t.g[3], t.g[4], t.e, t.p, t.t1, t.t4,
-          t.ratio);
-    c.chunk_pair[0] = 280, c.chunk_pair[1] = 290, c.step4_chunk[0] = 160, c.step4_chunk[1] = 250;
-    burst_tput_bounds(&c, 69, &t);
-    CHECK("burst end-to-end bound: side by side counts where it is cheaper (by hand: g4 40, e 62.5)",
-          fabs(t.g[4] - 40) < 1e-9 && fabs(t.e - 62.5) < 1e-9, "g4 %g e %g", t.g[4], t.e);
-    c.step4_chunk[0] = c.step4_chunk[1] = 0;
-    c.step_two[4] = c.step_one[4] = 10000; /* a batch of 4 no better: batches of 3 still count */
-    burst_tput_bounds(&c, 69, &t);
-    CHECK("burst end-to-end bound: the cheapest batch of up to 4 streams", fabs(t.g[4] - 50) < 1e-9, "%g", t.g[4]);
-
-    /* a short measurement on the tiny CustomVoice model */
-    burst_costs med, rounds[1];
-    char err[512] = "";
-    burst_opts o = {.model_dir = tmp("cv5"), .weights = QTTS_WEIGHTS_Q8, .text = "Hello there, how are you?",
-                    .rounds = 1, .seconds = 0.05, .stream_frames = 16};
-    const int rc = burst_measure(&o, &med, rounds, err, sizeof err);
-    int pos = rc == 0;
-    for (int k = 0; k < BT_N && pos; k++) pos = med.two[k] > 0 && med.one[k] > 0 && isfinite(med.two[k]);
-    for (int a = 0; a < BT_N && pos; a++)
-        for (int b = a; b < BT_N && pos; b++) pos = med.pair[a][b][0] > 0 && med.pair[a][b][1] > 0;
-    for (int b = 1; b <= 4 && pos; b++) pos = med.step_two[b] > 0 && med.step_one[b] > 0;
-    pos = pos && med.chunk_two > 0 && med.chunk_one > 0 && med.chunk_pair[0] > 0 && med.chunk_pair[1] > 0 &&
-          med.step4_chunk[0] > 0 && med.step4_chunk[1] > 0 && fabs(o.frame_ms - 80) < 1e-9;
-    burst_tput_bounds(&med, o.stream_frames, &t);
-    pos = pos && t.t4 > 0 && t.ratio > 0 && isfinite(t.ratio);
-    burst_bounds(&med, &r);
-    CHECK("qtts-bench burst: measures all twenty-two configurations on the tiny model, the model's first speaker by default",
-          pos && r.any > 0 && r.any <= r.serial + 1e-9 && o.voice && memcmp(&med, &rounds[0], sizeof med) == 0,
-          "rc %d (%s), voice %s, any %g serial %g", rc, err, o.voice ? o.voice : "(none)", r.any, r.serial);
-    burst_opts ob = o;
-    ob.model_dir = tmp("b5");
-    ob.voice = NULL;
-    CHECK("qtts-bench burst: a Base model is refused with the reason",
-          burst_measure(&ob, &med, rounds, err, sizeof err) != 0 && strstr(err, "Base"), "%s", err);
-    ob.model_dir = tmp("no-such-model");
-    CHECK("qtts-bench burst: a missing folder is an error", burst_measure(&ob, &med, rounds, err, sizeof err) != 0 &&
-                                                             strstr(err, "cannot load"),
-          "%s", err);
-    ob = o;
-    ob.voice = "nobody";
-    CHECK("qtts-bench burst: an unknown voice is an error, not a crash",
-          burst_measure(&ob, &med, rounds, err, sizeof err) != 0 && err[0], "%s", err);
-}
-
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/qtts-test-bench-XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -1004,7 +822,6 @@ int main(void) {
     test_decode_option();
     test_bandwidth_probe();
     test_peak_probe();
-    test_burst();
     test_quality();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -2,9 +2,10 @@
  * every case (x-vector and ICL clones included, fed the golden x-vector and
  * reference codes), the waveform equals the official one within 1e-4; the
  * streamed chunks (any chunk size, with and without overlapped decoding, on
- * one thread and, for two cases, on a pool of two where overlap lends the
- * pool's worker to the decoder) concatenate to exactly the same samples as the whole call; a callback can
- * stop synthesis cleanly; qtts_decode_codes matches too. */
+ * one thread and, for two cases, on a pool of two where overlap decodes on a
+ * thread of its own that parks the pool's worker) concatenate to exactly the
+ * same samples as the whole call; a callback can stop synthesis cleanly;
+ * qtts_decode_codes matches too. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -314,110 +315,6 @@ static void auto_overlap_test(void) {
     free(pcm[1]);
 }
 
-typedef struct freer {
-    qtts_model *m;
-    qtts_context *ctx;
-} freer;
-
-static void *freer_main(void *arg) {
-    freer *f = arg;
-    qtts_context_free(f->ctx);
-    qtts_model_free(f->m);
-    return NULL;
-}
-
-typedef struct lender {
-    qtts_model *m;
-    atomic_int done; /* the synthesis finished */
-    int lent;
-} lender;
-
-static void *lender_main(void *arg) {
-    lender *l = arg;
-    while (!atomic_load(&l->done)) {
-        if (qtts_model_lend_thread(l->m)) {
-            l->lent++;
-            sched_yield();
-            qtts_model_return_thread(l->m);
-        }
-    }
-    return NULL;
-}
-
-/* qtts_model_lend_thread: 1 on a model with a worker, 0 on one thread or
- * when one is lent; synthesis while a worker is lent (overlap then finds no
- * worker to lend and decodes inline), and while another thread lends and
- * returns one over and over, gives the same samples; a
- * model freed with a worker still lent does not hang. */
-static void lend_test(void) {
-    float *ref = NULL;
-    size_t n_ref = 0;
-    for (int t = 1; t <= 2; t++) {
-        qtts_model *m;
-        qtts_context *ctx;
-        if (!load_cv(t, "pipeline/lend", &m, &ctx)) return;
-        qtts_gen_debug dbg;
-        qtts_gen_params gp = short_request(m, 20, 5, &dbg);
-        if (t == 1) {
-            test_report("pipeline/lend_one_thread_none", qtts_model_lend_thread(m) == 0, "lent a thread of a 1-thread model");
-            qtts_model_return_thread(m);
-            qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &ref, &n_ref);
-        } else {
-            const int a = qtts_model_lend_thread(m), b = qtts_model_lend_thread(m);
-            float *pcm = NULL;
-            size_t n = 0;
-            qtts_status s1 = qtts_synthesize(ctx, &gp, NULL, NULL, NULL, &pcm, &n);
-            qtts_model_return_thread(m);
-            const int c = qtts_model_lend_thread(m);
-            qtts_model_return_thread(m);
-            test_report("pipeline/lend_once", a == 1 && b == 0 && c == 1, "lend %d, again %d, after return %d", a, b, c);
-            test_report("pipeline/lend_same_samples", !s1 && n == n_ref && n && !memcmp(pcm, ref, n * 4),
-                        "status %d, %zu vs %zu samples", s1, n, n_ref);
-            free(pcm);
-            /* another thread lends and returns a worker over and over while this one
-             * synthesises (decoding inline, so the pool's one async slot is free to lend) */
-            lender l = {m, 0, 0};
-            pthread_t th;
-            const int started = pthread_create(&th, NULL, lender_main, &l) == 0;
-            qtts_audio_params ap = qtts_audio_default_params();
-            ap.overlap = 0;
-            pcm = NULL;
-            s1 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
-            atomic_store(&l.done, 1);
-            if (started) pthread_join(th, NULL);
-            test_report("pipeline/lend_concurrent_same_samples",
-                        started && l.lent > 0 && !s1 && n == n_ref && !memcmp(pcm, ref, n * 4),
-                        "lent %d times, status %d, %zu vs %zu samples", l.lent, s1, n, n_ref);
-            free(pcm);
-            test_report("pipeline/lend_after_churn", qtts_model_lend_thread(m) == 1, "no worker to lend");
-            /* return and lend again at once, over and over, with nothing else holding the pool's
-             * async slot: every lend must succeed, including when the parked worker has just left
-             * park() but not yet given the slot back */
-            int refused = 0;
-            for (int i = 0; i < 20000; i++) {
-                qtts_model_return_thread(m);
-                if (!qtts_model_lend_thread(m)) refused++;
-            }
-            test_report("pipeline/lend_return_lend_loop", refused == 0, "%d of 20000 lends refused", refused);
-            /* left lent: freeing must still return (on another thread, waited for with a deadline) */
-            freer f = {m, ctx};
-            pthread_t th2;
-            int joined = 0;
-            if (pthread_create(&th2, NULL, freer_main, &f) == 0) {
-                struct timespec dl;
-                clock_gettime(CLOCK_REALTIME, &dl);
-                dl.tv_sec += 60;
-                joined = pthread_timedjoin_np(th2, NULL, &dl) == 0;
-            }
-            test_report("pipeline/lend_free_while_lent", joined, "qtts_model_free did not return within 60 s");
-            continue;
-        }
-        qtts_context_free(ctx);
-        qtts_model_free(m);
-    }
-    free(ref);
-}
-
 typedef struct pieces_seen { int calls, n; char first[256]; } pieces_seen;
 static int on_piece(int i, int n, const char *text, void *u) {
     pieces_seen *p = u;
@@ -442,10 +339,10 @@ static void long_text_test(void) {
     gp.talker.do_sample = gp.predictor.do_sample = 0;
     gp.max_new_tokens = 8192;
     qtts_audio_params ap = qtts_audio_default_params();
-    ap.max_piece_chars = 30;
+    ap.split.max_chars = 30;
     pieces_seen ps = {0};
-    ap.on_piece = on_piece;
-    ap.piece_user = &ps;
+    ap.on_segment = on_piece;
+    ap.segment_user = &ps;
     float *pcm = NULL;
     size_t n = 0;
     qtts_status s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
@@ -481,8 +378,8 @@ static void long_text_test(void) {
     /* explicit max_new_tokens without the cap */
     gp.auto_length_cap = 0;
     gp.max_new_tokens = 20;
-    ap.split_text = 0;
-    ap.on_piece = NULL;
+    ap.split.enabled = 0;
+    ap.on_segment = NULL;
     s = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &pcm, &n);
     test_report("pipeline/long/max_new_tokens_override", s == QTTS_OK && n == 19 * 1920 &&
                     qtts_context_stop_reason(ctx) == QTTS_STOP_MAX_TOKENS && qtts_context_n_capped_segments(ctx) == 0,
@@ -495,7 +392,7 @@ static void long_text_test(void) {
                            "portuguese", "spanish", "italian"};
     gp.auto_length_cap = 1;
     gp.max_new_tokens = 8192;
-    ap.split_text = 1;
+    ap.split.enabled = 1;
     for (int i = 0; i < 12; i++) {
         gp.text = odd[i];
         gp.language = langs[i];
@@ -768,7 +665,6 @@ int main(void) {
     cancel_test(1);
     cancel_test(2);
     auto_overlap_test();
-    lend_test();
     long_text_test();
     stats_test();
     cache_growth_test();

@@ -262,8 +262,8 @@ static void *decode_mode_one(void *arg) {
 }
 
 /* The same concurrent requests give the same bytes whether frames are decoded
- * on the engine thread (0), one worker (1) or two workers (2), or (3) by one
- * worker that borrows a thread of a two-thread model while it decodes. */
+ * on the engine thread (0), one decode thread (1) or two (2), or (3) by one
+ * decode thread that parks a worker of a two-thread model while it decodes. */
 static void decode_modes(qtts_model *m, const char *dir) {
     unsigned char *ref[4] = {0};
     size_t nref[4] = {0};
@@ -309,12 +309,6 @@ static void decode_modes(qtts_model *m, const char *dir) {
         else snprintf(tn, sizeof tn, mode == 1 ? "decode_modes/one_worker_ok" : "decode_modes/%d_threads_same_bytes", mode);
         CHECK(tn, same, "a response differs from the one-worker run");
         server_stop(s);
-        if (mode == 3) {
-            /* the worker gave the thread back once its queue was empty */
-            const int again = qtts_model_lend_thread(m2);
-            qtts_model_return_thread(m2);
-            CHECK("decode_modes/lent_thread_returned", again == 1, "the model's worker is still lent");
-        }
     }
     qtts_model_free(m2);
     for (int i = 0; i < 4; i++) free(ref[i]);

@@ -1,24 +1,24 @@
-/* The server's engine (scheduler.c) driven directly, without HTTP, on the
- * e2e_string checkpoint, with one decode worker: interleavings of the engine
- * thread and the worker that only load produces by chance, forced with the
- * engine's hooks (a hook holds the worker at a point until the engine has
- * done what the interleaving needs). In each, every job that is not cancelled
- * must end well with the same samples as when it ran alone.
+/* The server's engine (scheduler.c) over the library pipeline, driven
+ * directly without HTTP, on the e2e_string checkpoint, with one decode
+ * thread: interleavings of the engine thread and the decode thread that only
+ * load produces by chance, forced with the pipeline's debug hooks (a hook
+ * holds the decode thread at a point until the engine has done what the
+ * interleaving needs). In each, every job that is not cancelled must end well
+ * with the same samples as when it ran alone.
  *
- * - slot_reuse_while_worker_lags: job A finishes; its worker frees the slot
- *   and is held there until the engine has admitted job B into the same slot
- *   and B has finished too, so B's last task (with codes) is written into the
- *   slot before A's worker returns. (It used to free B's codes on its way
- *   out: B decoded freed memory, then its codes were freed twice.)
- * - urgent_first_chunk_mid_chunk: the worker is held after the first frame of
- *   A's second chunk until B, submitted then into the other slot, has its
- *   first chunk queued; the worker decodes B's first chunk between two of A's
- *   frames. (It used to decode it into the buffer that held A's frame: A's
- *   audio changed.)
+ * - slot_reuse_while_worker_lags: job A finishes; its decode thread frees the
+ *   stream and is held there until the engine has admitted job B into the
+ *   same stream and B has finished too, so B's last task (with codes) is
+ *   written into the slot before A's decode thread returns: A's way out must
+ *   not touch B's task.
+ * - urgent_first_chunk_mid_chunk: the decode thread is held after the first
+ *   frame of A's second chunk until B, submitted then into the other stream,
+ *   has its first chunk queued; the decode thread decodes B's first chunk
+ *   between two of A's frames, into a buffer of its own (A's audio unchanged).
  * - cancel_mid_chunk_slot_reused: A is cancelled between two frames of its
- *   second chunk; its last task runs between those frames and frees the slot,
- *   and the worker is held there until B is admitted into it. (The worker
- *   used to go on decoding A's frames into the context that was now B's.)
+ *   second chunk; its last task runs between those frames and frees the
+ *   stream, and the decode thread is held there until B is admitted into it:
+ *   it must stop decoding A's frames into the context that is now B's.
  * - prefill_budget: three jobs queued while the engine runs a task are
  *   admitted one per frame boundary with a budget of 0 ms (steps of 1, 2, 3
  *   streams) and all at the first boundary with an unbounded one (3), each
@@ -117,7 +117,7 @@ static float *drain_job(job *j, size_t *n, qtts_status *st) {
             }
             pcm = p;
         }
-        len += job_read(j, pcm + len, 4096, 60000, &done);
+        len += job_read(j, pcm + len, 4096, 60000, &done, NULL);
     }
     *n = len;
     *st = j->status;
@@ -142,7 +142,7 @@ static int run(qtts_model *m, scenario sc, run_out *o) {
     metrics *mx = metrics_new();
     hold h = {.sc = sc};
     sched_params p = {.n_slots = sc == URGENT_MID_CHUNK ? 2 : 1, .queue_depth = 4, .warmup = 0, .decode_threads = 1};
-    if (sc != PLAIN) p.hooks = (sched_hooks){.slot_freed = on_slot_freed, .frame_decoded = on_frame_decoded, .arg = &h};
+    if (sc != PLAIN) p.hooks = (qtts_pipeline_debug){.slot_freed = on_slot_freed, .frame_decoded = on_frame_decoded, .arg = &h};
     char err[256];
     sched *s = NULL;
     if (!mx || sched_new(&s, m, &p, mx, err, sizeof err)) {
@@ -212,7 +212,7 @@ static int run_budget(qtts_model *m, int budget_ms, int sizes[3], float *pcm[3],
     pthread_mutex_init(&b.mu, NULL);
     pthread_cond_init(&b.cv, NULL);
     sched_params p = {.n_slots = 4, .queue_depth = 4, .decode_threads = 1, .prefill_budget_ms = budget_ms};
-    p.hooks = (sched_hooks){.stepped = on_stepped, .arg = &b};
+    p.hooks = (qtts_pipeline_debug){.stepped = on_stepped, .arg = &b};
     char err[256];
     int rc = -1;
     job *jobs[3] = {NULL, NULL, NULL};

@@ -6,9 +6,10 @@
  * stream, chunks to decoding). It sleeps while the pipeline has nothing to
  * step and no queued job can start; the pipeline's on_wake wakes it when a
  * segment waits for its prefill or a stream is freed.
- * The pipeline calls back from its decode threads (or the engine thread when
- * it decodes inline): on_audio appends a chunk to the job's buffer (a
- * job's first audio marks it running), on_done finishes the job. */
+ * The pipeline calls back: on_frame (engine thread) marks a job running at
+ * its first frame; from its decode threads (or the engine thread when it
+ * decodes inline) on_audio appends a chunk to the job's buffer and on_done
+ * finishes the job. */
 #include "scheduler.h"
 
 #include <errno.h>
@@ -154,10 +155,6 @@ static int job_push(job *j, const float *pcm, size_t n, int seg, int n_segments)
         memcpy(j->pcm + j->n_pcm, pcm, sizeof(float) * n);
         j->n_pcm += n;
         j->total_samples += n;
-        if (j->state == JOB_QUEUED) { /* its first audio: it runs */
-            j->state = JOB_RUNNING;
-            j->t_started_s = now_s();
-        }
         pthread_cond_broadcast(&j->cv);
     }
     pthread_mutex_unlock(&j->mu);
@@ -228,6 +225,21 @@ static int on_audio(const qtts_chunk *c, void *arg) {
     return 0;
 }
 
+/* A job runs once its first frame exists (its prompt was prefilled): errors
+ * of the prefill reach the client before it does, as an HTTP status. */
+static int on_frame(const int32_t *codes, int idx, void *arg) {
+    job *j = arg;
+    (void)codes;
+    (void)idx;
+    if (j->started) return 0;
+    j->started = 1;
+    pthread_mutex_lock(&j->mu);
+    j->state = JOB_RUNNING;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return 0;
+}
+
 static void on_done(const qtts_request_result *r, void *arg) {
     job *j = arg;
     sched *s = j->sched;
@@ -259,6 +271,8 @@ static void start_job(sched *s, job *j) {
     ap.first_chunk_frames = j->first_chunk_frames;
     ap.chunk_frames = j->chunk_frames;
     ap.split = s->p.split;
+    ap.on_frame = on_frame;
+    ap.frame_user = j;
     j->sched = s;
     const qtts_request rq = {&j->gp, &ap, on_audio, on_done, j};
     char err[512];

@@ -60,7 +60,7 @@ typedef struct job {
     char err[512];
     int n_frames;
     qtts_stop_reason stop;
-    double t_started_s;       /* its first audio was decoded */
+    int started;              /* its first frame was generated (engine thread) */
     uint64_t id;              /* its request in the pipeline (engine) */
     struct sched *sched;      /* the engine it runs on (set when it enters the pipeline) */
     int push_failed;          /* out of memory buffering its audio (pipeline side) */
@@ -72,8 +72,8 @@ void job_release(job *j); /* drop one reference; accepts NULL */
 /* Ask the engine to drop the job (client gone): it leaves its slot before the
  * next step, or is skipped if still queued. */
 void job_cancel(job *j);
-/* Wait up to timeout_ms until the job runs (its first audio exists) or is
- * done; returns its state. */
+/* Wait up to timeout_ms until the job runs (prefilled, its first frame
+ * made) or is done; returns its state. */
 job_state job_wait_started(job *j, int timeout_ms);
 /* Wait up to timeout_ms for samples or the end; copy up to max samples of
  * one segment to out (*segment, may be NULL, gets its index). Returns how

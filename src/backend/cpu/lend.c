@@ -4,8 +4,19 @@
  * no longer touched. */
 #include "backend/cpu/lend.h"
 
+#include <sched.h>
+#include <time.h>
+
+#define LEND_SLOT_WAIT_MS 2.0
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 int pool_lend_init(pool_lend *l) {
-    l->want = l->running = 0;
+    l->want = l->running = l->left = 0;
     if (pthread_mutex_init(&l->mu, NULL)) return -1;
     if (pthread_cond_init(&l->cv, NULL)) {
         pthread_mutex_destroy(&l->mu);
@@ -19,6 +30,7 @@ static void park(void *arg) {
     pthread_mutex_lock(&l->mu);
     while (l->want) pthread_cond_wait(&l->cv, &l->mu);
     l->running = 0;
+    l->left = 1;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -31,8 +43,15 @@ int pool_lend_take(pool_lend *l, const ops_ctx *ops) {
         return 1;
     }
     l->running = 1;
+    const int left = l->left;
+    l->left = 0;
     pthread_mutex_unlock(&l->mu);
-    if (ops_async(ops, park, l)) return 1;
+    int posted = ops_async(ops, park, l);
+    if (!posted && left) { /* probably our last park's worker, about to free the slot */
+        const double t0 = now_ms();
+        while (!(posted = ops_async(ops, park, l)) && now_ms() - t0 < LEND_SLOT_WAIT_MS) sched_yield();
+    }
+    if (posted) return 1;
     pthread_mutex_lock(&l->mu);
     l->want = l->running = 0;
     pthread_mutex_unlock(&l->mu);

@@ -16,6 +16,8 @@ typedef struct pool_lend {
     pthread_cond_t cv;
     int want;     /* the borrower wants the worker parked (guarded) */
     int running;  /* park() is posted or running and has not let go yet (guarded) */
+    int left;     /* the last park() has let go: its worker may hold the pool's async slot a few
+                     more instructions, until the pool marks it free (guarded) */
 } pool_lend;
 
 int pool_lend_init(pool_lend *l); /* 0 ok, -1 no mutex */
