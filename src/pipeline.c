@@ -509,19 +509,24 @@ static void admit(qtts_pipeline *p, slot *sl) {
         if (r->seg == 0) memset(&c->stats, 0, sizeof c->stats);
         c->keep_stats = 1;
         const double t0 = now_ms();
+        st = gen_begin(c, &gp, on_frame, sl, 0, &e); /* checks the request, voice included, first */
         voice_spec vs;
         float ref_last = 0.0f;
-        st = voice_resolve(m, &gp, &vs, &e);
+        if (!st) st = voice_resolve(m, &gp, &vs, &e);
         if (!st) {
             codec_stream_set_ops(c->codec, &m->ops); /* generation waits: all threads */
             st = voice_prime(&vs, c->codec, &ref_last, &e);
             codec_stream_set_ops(c->codec, NULL);
+            if (st) {
+                c->gs.active = 0;
+                qtts_error e2;
+                gen_end(c, NULL, NULL, &e2);
+            }
         }
         if (!st && r->seg == 0 && voice_is_icl(&vs)) {
             r->n_ref_frames = vs.n_ref_frames;
             r->ref_last = ref_last;
         }
-        if (!st) st = gen_begin(c, &gp, on_frame, sl, 0, &e);
         if (!st) {
             p->last.n_prefills++;
             p->last.prefill_ms += now_ms() - t0;
@@ -719,8 +724,6 @@ static qtts_status add(qtts_pipeline *p, const qtts_request *rq, uint64_t *id, q
     const qtts_audio_params ap = rq->audio ? *rq->audio : qtts_audio_default_params();
     qtts_status st = audio_params_validate(&ap, e);
     if (st) return st;
-    voice_spec vs;
-    if ((st = voice_resolve(p->m, rq->gen, &vs, e))) return st;
     const qtts_gen_params *gp = rq->gen;
     text_piece *segs = NULL;
     int n_segs = 1;

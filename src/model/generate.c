@@ -211,8 +211,6 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
     memset(r, 0, sizeof *r);
     const qtts_gen_params *p = p_in;
     voice_spec vs;
-    qtts_status vst = voice_resolve(m, p, &vs, e);
-    if (vst) return vst;
     const qtts_config *cfg = &m->cfg;
     qtts_status s;
     const qtts_gen_debug dbg = gen_debug(p);
@@ -261,7 +259,9 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         const name_id *d = config_language(cfg, spk->dialect);
         if (d) r->in.lang_id = d->id;
     }
-    /* clone inputs (checked by voice_resolve) */
+    /* clone inputs */
+    qtts_status vst = voice_resolve(m, p, &vs, e);
+    if (vst) return vst;
     r->in.xvector = vs.xvector;
     r->in.ref_codes = vs.ref_codes;
     r->in.n_ref_frames = vs.n_ref_frames;

@@ -510,7 +510,7 @@ static void script_tests(void) {
     SF_INFO info;
     float *pcm = NULL;
     int ok = rc == 0 && read_sound(wav, &info, &pcm);
-    const long want = 3 * 15360 + 2 * 9600; /* 8 frames per turn (max_new_tokens 9), 400 ms pauses */
+    const long want = 3 * 15360 + 2 * 16800; /* 8 frames per turn (max_new_tokens 9), 700 ms pauses (a paragraph's) */
     test_report("cli/script/three_model_types", ok && info.frames == want, "exit %d (%s), %lld samples, want %ld", rc, err,
                 ok ? (long long)info.frames : -1LL, want);
     /* the first turn equals ALICE's line spoken alone */
@@ -524,7 +524,7 @@ static void script_tests(void) {
         if (fabsf(a[i] - pcm[i]) > 1.5f / 32767) same = 0;
     test_report("cli/script/turn_equals_solo", same, "exit %d: %s", rc, err);
     int silent = ok && info.frames == want;
-    for (long i = 15360; silent && i < 15360 + 9600; i++)
+    for (long i = 15360; silent && i < 15360 + 16800; i++)
         if (pcm[i] != 0.0f) silent = 0;
     test_report("cli/script/pause_between_turns", silent, "no silent gap after the first turn");
     free(a);

@@ -388,6 +388,88 @@ static void batching(server *s) {
     http_result_free(&bat_wav);
 }
 
+/* ---------------------------------------------------------------- long text */
+
+/* Number of the segment a delta event carries, or -1. */
+static long event_segment(const char *data) {
+    json_t *ev = json_loads(data, 0, NULL);
+    json_t *sg = json_object_get(ev, "segment");
+    const long k = json_is_integer(sg) ? (long)json_integer_value(sg) : -1;
+    json_decref(ev);
+    return k;
+}
+
+/* A 20,000-character input over the OpenAI API is spoken segment by segment
+ * (sentences grouped up to 300 characters, 2 forced frames each): the SSE
+ * stream carries every segment's index in order, ends with the segment count,
+ * and holds each segment's frames and the 300 ms pauses between them; a
+ * client that disconnects halfway frees its stream within a second. */
+static void long_text(server *s) {
+    enum { N_CHARS = 20000 };
+    char *input = malloc(N_CHARS + 64), *body = malloc(N_CHARS + 512);
+    size_t k = 0;
+    for (int i = 0; k < N_CHARS; i++) k += (size_t)snprintf(input + k, N_CHARS + 64 - k, "Sentence %d says a few words. ", i);
+    input[N_CHARS] = 0; /* whole sentences up to here, then a cut word: the last segment ends mid-sentence */
+    snprintf(body, N_CHARS + 512,
+             "{\"model\":\"m\",\"input\":\"%s\",\"voice\":\"ryan\",\"response_format\":\"pcm\",\"stream_format\":\"sse\","
+             "\"force_frames\":2}",
+             input);
+    http_result r;
+    post_json(s, body, &r);
+    long last = -1, segments = -1;
+    int in_order = 1, deltas = 0;
+    size_t n = 0, cap = 0;
+    unsigned char *audio = NULL;
+    for (char *p = r.status == 200 ? r.body : NULL; p && *p;) {
+        char *end = strstr(p, "\n\n");
+        if (!end) break;
+        *end = 0;
+        json_t *ev = json_loads(p + 6, 0, NULL);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        if (type && !strcmp(type, "speech.audio.delta")) {
+            const long sg = event_segment(p + 6);
+            if (sg < last || sg > last + 1) in_order = 0;
+            last = sg;
+            deltas++;
+            b64_decode_append(json_string_value(json_object_get(ev, "audio")), &audio, &n, &cap);
+        } else if (type && !strcmp(type, "speech.audio.done")) {
+            segments = (long)json_integer_value(json_object_get(ev, "segments"));
+        }
+        json_decref(ev);
+        p = end + 2;
+    }
+    const size_t want = (size_t)segments * 2 * 3840 + (size_t)(segments - 1) * 7200 * 2;
+    CHECK("long/streams_every_segment_in_order", r.status == 200 && segments >= N_CHARS / 300 && in_order &&
+                                                      last == segments - 1 && deltas >= segments,
+          "status %d, %ld segments, last %ld, in order %d, %d deltas", r.status, segments, last, in_order, deltas);
+    CHECK("long/frames_and_pauses", segments > 0 && n == want, "%zu bytes, want %zu for %ld segments", n, want, segments);
+    free(audio);
+    http_result_free(&r);
+    /* the same, read until halfway, then the client goes away */
+    char err[256], buf[16384];
+    http_conn *c = hc_open("127.0.0.1", server_port(s), "POST", "/v1/audio/speech", NULL, body, strlen(body), TIMEOUT_MS,
+                           err, sizeof err);
+    long seen = -1;
+    if (c) {
+        long got;
+        while (seen < segments / 2 && (got = hc_read(c, buf, sizeof buf - 1)) > 0) {
+            buf[got] = 0;
+            for (const char *q = buf; (q = strstr(q, "\"segment\":")); q++) {
+                const long sg = strtol(q + 10, NULL, 10);
+                if (sg > seen) seen = sg;
+            }
+        }
+    }
+    const double active = c ? wait_metric(s, "qtts_active_slots", 1, 1000) : -1;
+    if (c) hc_close(c);
+    const double left = wait_metric(s, "qtts_active_slots", 0, 1000);
+    CHECK("long/disconnect_halfway_frees_the_stream", c && seen >= segments / 2 && active == 1 && left == 0,
+          "%s; read to segment %ld of %ld, %g active while reading, %g a second after", c ? "open" : err, seen, segments,
+          active, left);
+    free(input);
+    free(body);
+}
+
 /* ---------------------------------------------------------------- auth, CORS */
 
 static void auth_cors(qtts_model *m) {
@@ -473,6 +555,12 @@ int main(void) {
         server_stop(s);
     }
     auth_cors(m);
+    cfg = test_config(); /* the default limits: a long article fits */
+    s = start_server(m, &cfg);
+    if (s) {
+        long_text(s);
+        server_stop(s);
+    }
     qtts_model_free(m);
     return test_finish();
 }
