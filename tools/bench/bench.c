@@ -152,7 +152,7 @@ void bench_help(FILE *f) {
             "  -c, --chunk LIST        streaming chunk F/C: first chunk F frames, then C (N = N/N; default 1/4)\n"
             "      --mode LIST         text mode: default, streaming, non-streaming (default: default)\n"
             "      --decode LIST       where the codec decoder runs: inline (between frames on the calling\n"
-            "                          thread), worker (a model worker lent to the decoder beside generation:\n"
+            "                          thread), worker (a decode thread beside generation, parking a model worker:\n"
             "                          the library default with 2+ threads), none (no audio: generation\n"
             "                          alone) (default worker)\n"
             "  Cases and runs:\n"

@@ -2,8 +2,8 @@
  * configuration, timed from the caller's side (wall clock around the call,
  * a timestamp per PCM chunk in the audio callback) and from the library's
  * side (qtts_context_get_stats: per-phase times). The decode placement picks
- * qtts_audio_params.overlap (inline 0, worker 1: a model worker lent to the
- * decoder, or a thread of its own on one thread), or with none calls
+ * qtts_audio_params.overlap (inline 0, worker 1: a decode thread that parks
+ * one of the model's workers while it decodes), or with none calls
  * qtts_generate_codes with the same generation parameters and makes no audio.
  * Dataflow: case + config -> qtts_gen_params / qtts_audio_params -> chunk
  * timestamps + stats -> run_metrics (RTF, TTFA, cadence, underruns, phases,

@@ -1,10 +1,11 @@
 /* qtts-server: the HTTP front end of libqtts. One model, one engine thread
- * stepping a qtts_batch of N slots, many HTTP connections (one thread each).
- * Dataflow: HTTP thread parses a request -> job queued (scheduler.c) ->
- * engine thread admits it into a free slot between steps, steps all slots
- * together, decodes each slot's frames on its own streaming decoder -> PCM
- * into the job's buffer -> the HTTP thread stretches (stretch.c), encodes
- * (encode.c) and writes it to the socket. This header holds the server's
+ * driving the library's pipeline of N streams, many HTTP connections (one
+ * thread each). Dataflow: HTTP thread parses a request -> job queued
+ * (scheduler.c) -> engine thread moves it into a free stream of the
+ * pipeline and steps it (text segments, all streams together, each stream's
+ * frames decoded beside generation) -> PCM into the job's buffer -> the HTTP
+ * thread stretches (stretch.c), encodes (encode.c) and writes it to the
+ * socket. This header holds the server's
  * configuration and lifecycle; each concern has its own header. */
 #ifndef QTTS_SERVER_H
 #define QTTS_SERVER_H
