@@ -9,14 +9,14 @@
 #include "model/generate.h"
 
 struct qtts_batch {
-    qtts_model *model;
+    const qtts_model *model;
     int max;
     int n;
     qtts_context *slots[QTTS_MAX_BATCH];
     step_scratch ss;
 };
 
-qtts_status qtts_batch_new(qtts_model *m, int max_streams, qtts_batch **out) {
+qtts_status qtts_batch_new(const qtts_model *m, int max_streams, qtts_batch **out) {
     if (!m || !out || max_streams < 1 || max_streams > QTTS_MAX_BATCH) return QTTS_ERR_INVALID_ARG;
     *out = NULL;
     qtts_batch *b = calloc(1, sizeof *b);

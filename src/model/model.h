@@ -1,5 +1,9 @@
-/* Internal definition of qtts_model (immutable after load) and helpers shared
- * by the library's files. Not part of the public API. */
+/* Internal definition of qtts_model and helpers shared by the library's files.
+ * Not part of the public API. A model is immutable after qtts_model_load: the
+ * calls that use it take a const qtts_model * and keep their errors in their
+ * own objects or the caller's buffer, so any number of threads may use one
+ * model at once. The worker pool (ops) and the lent worker (lend, under its
+ * mutex) synchronise themselves. */
 #ifndef QTTS_MODEL_MODEL_H
 #define QTTS_MODEL_MODEL_H
 
@@ -53,7 +57,6 @@ struct qtts_model {
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
-    char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
 
 /* Set up / tear down m->lend (model_lend_free only after the pool is gone:

@@ -77,7 +77,7 @@ static void run(qtts_weight_type wt, const char *pfx) {
     float *pcm_alone[N_REQ];
     size_t npa[N_REQ];
     qtts_context *solo = NULL;
-    qtts_context_new(m, NULL, &solo);
+    qtts_context_new(m, NULL, &solo, NULL, 0);
     for (int i = 0; i < N_REQ; i++) {
         qtts_gen_params gp = params(m, &rs[i]);
         qtts_status s = qtts_generate_codes(solo, &gp, NULL, NULL, &alone[i], &n_alone[i]);
@@ -94,7 +94,7 @@ static void run(qtts_weight_type wt, const char *pfx) {
     for (int i = 0; i < N_REQ; i++) {
         qtts_context_params cp = qtts_context_default_params();
         cp.decode_on_model_threads = i % 2; /* same samples on the model's threads */
-        qtts_context_new(m, &cp, &rs[i].ctx);
+        qtts_context_new(m, &cp, &rs[i].ctx, NULL, 0);
         gps[i] = params(m, &rs[i]);
     }
     int order[] = {0, 1, 2, 4};

@@ -347,8 +347,6 @@ static void test_custom_voice(void) {
     qtts_status st = qtts_model_load(&m, dir, NULL, err, sizeof err);
     test_report("load_custom_voice", st == QTTS_OK && m, "status %d: %s", (int)st, err);
     if (st) return;
-    CHECK("model_last_error_initially_empty", strcmp(qtts_model_last_error(m), "") == 0, "\"%s\"",
-          qtts_model_last_error(m));
     qtts_model_info info;
     memset(&info, 0xff, sizeof info);
     qtts_model_get_info(m, &info);
@@ -386,18 +384,26 @@ static void test_custom_voice(void) {
     /* no vocab.json / merges.txt in the test checkpoint */
     int32_t *ids = NULL;
     int n_ids = -1;
-    st = qtts_tokenize(m, "hello", &ids, &n_ids);
-    CHECK("tokenize_without_tokenizer", st == QTTS_ERR_UNSUPPORTED && ids == NULL &&
-                                            strstr(qtts_model_last_error(m), "vocab.json"),
-          "status %d, last error \"%s\"", (int)st, qtts_model_last_error(m));
+    char why[1024];
+    st = qtts_tokenize(m, "hello", &ids, &n_ids, why, sizeof why);
+    CHECK("tokenize_without_tokenizer", st == QTTS_ERR_UNSUPPORTED && ids == NULL && strstr(why, "vocab.json"),
+          "status %d, message \"%s\"", (int)st, why);
     free(ids);
-    CHECK("tokenize_null_args", qtts_tokenize(m, NULL, &ids, &n_ids) == QTTS_ERR_INVALID_ARG &&
-                                    qtts_tokenize(NULL, "x", &ids, &n_ids) == QTTS_ERR_INVALID_ARG,
-          "NULL arguments not rejected");
+    CHECK("tokenize_null_args", qtts_tokenize(m, NULL, &ids, &n_ids, why, sizeof why) == QTTS_ERR_INVALID_ARG &&
+                                    strstr(why, "NULL") &&
+                                    qtts_tokenize(NULL, "x", &ids, &n_ids, NULL, 0) == QTTS_ERR_INVALID_ARG,
+          "NULL arguments not rejected (message \"%s\")", why);
 
-    qtts_context *ctx = NULL;
-    st = qtts_context_new(m, NULL, &ctx);
-    test_report("context_new", st == QTTS_OK && ctx, "status %d: %s", (int)st, qtts_model_last_error(m));
+    qtts_context *ctx = (qtts_context *)&g_tmp; /* must be overwritten with NULL */
+    st = qtts_context_new(NULL, NULL, &ctx, why, sizeof why);
+    CHECK("context_new_null_model", st == QTTS_ERR_INVALID_ARG && ctx == NULL && strstr(why, "NULL"),
+          "status %d, context %s, message \"%s\"", (int)st, ctx ? "not NULL" : "NULL", why);
+    CHECK("context_new_null_out", qtts_context_new(m, NULL, NULL, NULL, 0) == QTTS_ERR_INVALID_ARG,
+          "a NULL output pointer was not refused");
+    memset(why, 'x', sizeof why);
+    st = qtts_context_new(m, NULL, &ctx, why, sizeof why);
+    test_report("context_new", st == QTTS_OK && ctx && why[0] == 0, "status %d: %s", (int)st,
+                memchr(why, 0, sizeof why) ? why : "(errbuf not cleared)");
     if (st) {
         qtts_model_free(m);
         return;
@@ -510,7 +516,7 @@ static void test_custom_voice(void) {
     /* a context too small for the prompt */
     qtts_context_params cp = qtts_context_default_params();
     cp.n_ctx = 4;
-    st = qtts_context_new(m, &cp, &ctx);
+    st = qtts_context_new(m, &cp, &ctx, NULL, 0);
     if (st == QTTS_OK) {
         expect_gen("gen_prompt_exceeds_context", ctx, &gp, QTTS_ERR_LIMIT, "context", NULL);
         qtts_context_free(ctx);
@@ -537,7 +543,7 @@ static void test_base(void) {
           "type %d \"%s\", speaker encoder %d, %d speakers", (int)info.type, info.type_name, info.has_speaker_encoder,
           qtts_model_n_speakers(m));
     qtts_context *ctx = NULL;
-    st = qtts_context_new(m, NULL, &ctx);
+    st = qtts_context_new(m, NULL, &ctx, NULL, 0);
     if (st == QTTS_OK) {
         qtts_gen_params b = valid_params(m);
         expect_gen("gen_speaker_on_base_model", ctx, &b, QTTS_ERR_INPUT, "CustomVoice", "\"ryan\"");
@@ -578,7 +584,7 @@ static void test_int_max_tokens(void) {
     const qtts_model_params p = no_codec_params();
     qtts_status st = qtts_model_load(&m, test_path("golden/data/custom_voice"), &p, err, sizeof err);
     qtts_context *ctx = NULL;
-    if (st == QTTS_OK) st = qtts_context_new(m, NULL, &ctx);
+    if (st == QTTS_OK) st = qtts_context_new(m, NULL, &ctx, NULL, 0);
     if (st) {
         test_report("gen_max_new_tokens_int_max", 0, "load: %s", err);
         qtts_model_free(m);

@@ -301,17 +301,18 @@ static qtts_status lane_init(lane *L, qtts_model *m, const burst_opts *o, char *
     L->G = info.n_code_groups;
     qtts_context_params cp = qtts_context_default_params();
     cp.decode_on_model_threads = 1; /* a 2-thread model decodes on both threads */
-    qtts_status st = qtts_context_new(m, &cp, &L->c);
-    if (!st) st = qtts_context_new(m, &cp, &L->cs);
+    char why[1024] = "";
+    qtts_status st = qtts_context_new(m, &cp, &L->c, why, sizeof why);
+    if (!st) st = qtts_context_new(m, &cp, &L->cs, why, sizeof why);
     if (!st) st = qtts_batch_new(m, 1, &L->b);
     if (!st) st = qtts_batch_new(m, 1, &L->bs);
-    for (int i = 0; i < 4 && !st; i++) st = qtts_context_new(m, &cp, &L->cn[i]);
-    if (!st) st = qtts_context_new(m, &cp, &L->ce);
+    for (int i = 0; i < 4 && !st; i++) st = qtts_context_new(m, &cp, &L->cn[i], why, sizeof why);
+    if (!st) st = qtts_context_new(m, &cp, &L->ce, why, sizeof why);
     if (!st) st = qtts_batch_new(m, 4, &L->bn);
     if (!st && !(L->pcm = malloc(sizeof(float) * (size_t)info.samples_per_frame))) st = QTTS_ERR_NOMEM;
     if (!st && !(L->pcm4 = malloc(sizeof(float) * 4 * (size_t)info.samples_per_frame))) st = QTTS_ERR_NOMEM;
     if (st) {
-        snprintf(err, n, "cannot set up a lane: %s", qtts_status_str(st));
+        snprintf(err, n, "cannot set up a lane: %s", why[0] ? why : qtts_status_str(st));
         return st;
     }
     /* real frames to decode, and the voice prefix in the cache */

@@ -814,8 +814,9 @@ int sched_new(sched **out, qtts_model *m, const sched_params *p, metrics *mx, ch
         sl->index = i;
         atomic_init(&sl->state, SLOT_FREE);
         atomic_init(&sl->failed, 0);
-        if ((st = qtts_context_new(m, &cp, &sl->ctx))) {
-            snprintf(err, n, "cannot make context %d: %s", i, qtts_model_last_error(m));
+        char why[1024];
+        if ((st = qtts_context_new(m, &cp, &sl->ctx, why, sizeof why))) {
+            snprintf(err, n, "cannot make context %d: %s", i, why);
             rc = -1;
             break;
         }
