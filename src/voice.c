@@ -108,16 +108,10 @@ static qtts_status make_voice(const qtts_model *m, const float *pcm, size_t n, c
             }
         } else {
             /* tokenize the whole template as the wrapper does, keep ids [3:-2] */
-            size_t len = strlen(p->ref_text) + 64;
-            char *tpl = malloc(len);
             int32_t *ids = NULL;
             int k = 0;
-            if (!tpl) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-            else {
-                snprintf(tpl, len, "<|im_start|>assistant\n%s<|im_end|>\n", p->ref_text);
-                s = model_tokenize(m, tpl, &ids, &k, e);
-                free(tpl);
-            }
+            s = model_tokenize_tpl(m, "<|im_start|>assistant\n", p->ref_text, "<|im_end|>\n", "the reference transcript",
+                                   &ids, &k, e);
             if (!s && k < 6) s = err_set(e, QTTS_ERR_INPUT, "the reference transcript is empty");
             if (!s) {
                 d->n_ref_text_ids = k - 5;

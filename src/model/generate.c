@@ -162,17 +162,6 @@ void qtts_context_get_stats(const qtts_context *c, qtts_stats *st) {
 
 /* ---------------------------------------------------------------- request */
 
-static qtts_status tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
-                                int32_t **ids, int *n, qtts_error *e) {
-    size_t len = strlen(pre) + strlen(text) + strlen(post) + 1;
-    char *s = malloc(len);
-    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    snprintf(s, len, "%s%s%s", pre, text, post);
-    qtts_status st = model_tokenize(m, s, ids, n, e);
-    free(s);
-    return st;
-}
-
 /* [head...] + body + [tail...] */
 static qtts_status wrap_ids(const int32_t *head, int nh, const int32_t *body, int nb, const int32_t *tail, int nt,
                             int32_t **ids, int *n, qtts_error *e) {
@@ -295,8 +284,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         s = wrap_ids(head, 3, p->text_ids, p->n_text_ids, tail, 5, &r->text_tpl, &r->n_text_tpl, e);
     } else {
         if (blank(p->text)) return err_set(e, QTTS_ERR_INPUT, "empty text: nothing to say");
-        s = tokenize_tpl(m, "<|im_start|>assistant\n", p->text, "<|im_end|>\n<|im_start|>assistant\n", &r->text_tpl,
-                         &r->n_text_tpl, e);
+        s = model_tokenize_tpl(m, "<|im_start|>assistant\n", p->text, "<|im_end|>\n<|im_start|>assistant\n", "the text",
+                               &r->text_tpl, &r->n_text_tpl, e);
     }
     if (s) goto fail;
     if (r->n_text_tpl < 9) {
@@ -321,7 +310,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         if (p->instruct_ids)
             s = wrap_ids(ih, 3, p->instruct_ids, p->n_instruct_ids, it, 2, &r->instr_tpl, &r->n_instr_tpl, e);
         else
-            s = tokenize_tpl(m, "<|im_start|>user\n", p->instruct, "<|im_end|>\n", &r->instr_tpl, &r->n_instr_tpl, e);
+            s = model_tokenize_tpl(m, "<|im_start|>user\n", p->instruct, "<|im_end|>\n", "the instruction",
+                                   &r->instr_tpl, &r->n_instr_tpl, e);
         if (s) goto fail;
     }
     /* ICL reference transcript */
@@ -332,7 +322,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         else if (blank(p->ref_text))
             s = err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs a non-empty reference transcript");
         else
-            s = tokenize_tpl(m, "<|im_start|>assistant\n", p->ref_text, "<|im_end|>\n", &r->ref_tpl, &r->n_ref_tpl, e);
+            s = model_tokenize_tpl(m, "<|im_start|>assistant\n", p->ref_text, "<|im_end|>\n", "the reference transcript",
+                                   &r->ref_tpl, &r->n_ref_tpl, e);
         if (s) goto fail;
         if (r->n_ref_tpl < 6) {
             s = err_set(e, QTTS_ERR_INPUT, "the reference transcript tokenizes to nothing");

@@ -424,6 +424,20 @@ qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids,
     return tok_encode(m->tok, text, strlen(text), ids, n, e);
 }
 
+qtts_status model_tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
+                               const char *what, int32_t **ids, int *n, qtts_error *e) {
+    if (!m->tok) return err_set(e, QTTS_ERR_UNSUPPORTED, "%s", m->tok_missing);
+    qtts_status st = tok_check_utf8(text, strlen(text), what, e);
+    if (st) return st;
+    size_t len = strlen(pre) + strlen(text) + strlen(post) + 1;
+    char *s = malloc(len);
+    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    snprintf(s, len, "%s%s%s", pre, text, post);
+    st = model_tokenize(m, s, ids, n, e);
+    free(s);
+    return st;
+}
+
 qtts_status qtts_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n_ids, char *errbuf,
                           size_t errbuf_size) {
     qtts_error e;

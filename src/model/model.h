@@ -75,4 +75,10 @@ void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...)
  * message when the folder has no tokenizer files. */
 qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n, qtts_error *e);
 
+/* Tokenize pre + text + post (the user's text inside a chat template) as one
+ * string. Invalid UTF-8 in text is reported as "<what> is not valid UTF-8 at
+ * byte offset N", N counted in text, not in the wrapped string. */
+qtts_status model_tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
+                               const char *what, int32_t **ids, int *n, qtts_error *e);
+
 #endif

@@ -602,7 +602,7 @@ int main(void) {
     snprintf(a, sizeof a, "--model %s --text '   ' --speaker vivian --dump-codes /dev/null", q(e2e));
     expect_fail("cli/input/empty_text", a, 4, "empty text");
     snprintf(a, sizeof a, "--model %s --text \"$(printf 'bad \\377 byte')\" --speaker vivian --dump-codes /dev/null", q(e2e));
-    expect_fail("cli/input/bad_utf8", a, 4, "UTF-8");
+    expect_fail("cli/input/bad_utf8", a, 4, "not valid UTF-8 at byte offset 4 ("); /* in the text given */
     snprintf(a, sizeof a, "--model %s --text-ids '1 x 2' --dump-codes /dev/null", q(cv));
     expect_fail("cli/usage/bad_ids", a, 2, "--text-ids");
     snprintf(a, sizeof a, "--model %s --text-ids '1 2' --top-p 1.5 --dump-codes /dev/null", q(cv));

@@ -5,8 +5,9 @@
  * status and a message naming the folder or file and the tensor; a valid load
  * of the custom_voice test checkpoint must describe itself correctly; bad
  * generation requests must fail before any compute with a message that says
- * what is valid, kept as the context's last error.
- * Broken folders are written to a mkdtemp() folder under /tmp. */
+ * what is valid, kept as the context's last error; invalid UTF-8 is reported
+ * at its offset in the caller's text. Broken folders are written to a
+ * mkdtemp() folder under /tmp. */
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "qtts.h"
 #include "test.h"
@@ -575,6 +577,100 @@ static void test_base(void) {
     qtts_model_free(m);
 }
 
+/* A folder g_tmp/name holding symbolic links to the named entries of golden
+ * cases: entries[i] is "case/entry". Returns its path (static, rotating). */
+static const char *link_folder(const char *name, const char *const *entries, int n) {
+    static char bufs[4][512];
+    static int k;
+    char *dir = bufs[k++ & 3];
+    snprintf(dir, 512, "%s/%s", g_tmp, name);
+    mkdir(dir, 0755);
+    for (int i = 0; i < n; i++) {
+        char src[1024], dst[1024];
+        const char *base = strrchr(entries[i], '/');
+        snprintf(src, sizeof src, "%s", test_path("golden/data/%s", entries[i]));
+        if (src[0] != '/') { /* relative to the working folder: make it absolute for the link */
+            char cwd[512];
+            if (getcwd(cwd, sizeof cwd)) snprintf(src, sizeof src, "%s/%s", cwd, test_path("golden/data/%s", entries[i]));
+        }
+        snprintf(dst, sizeof dst, "%s/%s", dir, base ? base + 1 : entries[i]);
+        if (symlink(src, dst) != 0) return NULL;
+    }
+    return dir;
+}
+
+/* Invalid UTF-8 in the text, the instruction or the reference transcript is
+ * reported at its byte offset in what the caller gave, not in the chat
+ * template the library wraps it in. */
+static void test_utf8_offsets(void) {
+    qtts_model *m = NULL;
+    char err[1024];
+    const qtts_model_params p = no_codec_params();
+    qtts_status st = qtts_model_load(&m, test_path("golden/data/e2e_string"), &p, err, sizeof err);
+    qtts_context *ctx = NULL;
+    if (!st) st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    test_report("utf8/load_e2e", st == QTTS_OK, "status %d: %s", (int)st, err);
+    if (!st) {
+        int32_t *ids = NULL;
+        int n = 0;
+        st = qtts_tokenize(m, "abc\xff", &ids, &n, err, sizeof err);
+        CHECK("utf8/tokenize_offset", st == QTTS_ERR_INPUT && ids == NULL && strstr(err, "byte offset 3 ("),
+              "status %d, message \"%s\"", (int)st, err);
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.speaker = "vivian";
+        gp.max_new_tokens = 2;
+        gp.text = "abc\xff";
+        expect_gen("utf8/text_offset", ctx, &gp, QTTS_ERR_INPUT, "the text is not valid UTF-8", "byte offset 3 (");
+        gp.text = "Hello.";
+        gp.instruct = "calm\xc3";
+        expect_gen("utf8/instruct_offset", ctx, &gp, QTTS_ERR_INPUT, "the instruction is not valid UTF-8",
+                   "byte offset 4 (");
+    }
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+    ctx = NULL;
+    m = NULL;
+
+    /* the Base test checkpoint with the e2e case's tokenizer files */
+    static const char *const base_tok[] = {"base_clone/config.json",     "base_clone/generation_config.json",
+                                           "base_clone/model.safetensors", "base_clone/speech_tokenizer",
+                                           "e2e_string/vocab.json",      "e2e_string/merges.txt",
+                                           "e2e_string/tokenizer_config.json"};
+    const char *dir = link_folder("base_tok", base_tok, 7);
+    qtts_model_params bp = qtts_model_default_params(); /* with the codec: voices need its encoder */
+    st = dir ? qtts_model_load(&m, dir, &bp, err, sizeof err) : QTTS_ERR_IO;
+    if (!st) st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    test_report("utf8/load_base_with_tokenizer", st == QTTS_OK, "status %d: %s", (int)st, dir ? err : "no folder");
+    if (!st) {
+        float xvec[64];
+        for (int i = 0; i < 64; i++) xvec[i] = 0.01f * (float)i;
+        const int32_t ref[16] = {0};
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.text = "Hello.";
+        gp.xvector = xvec;
+        gp.ref_codes = ref;
+        gp.n_ref_frames = 1;
+        gp.ref_text = "ab\xed\xa0\x80"; /* a UTF-16 surrogate at byte 2 */
+        gp.max_new_tokens = 2;
+        expect_gen("utf8/ref_text_offset", ctx, &gp, QTTS_ERR_INPUT, "the reference transcript is not valid UTF-8",
+                   "byte offset 2 (");
+        float *pcm = malloc(sizeof(float) * 24000);
+        for (int i = 0; pcm && i < 24000; i++) pcm[i] = 0.3f * sinf(2.0f * 3.14159265f * 220.0f * (float)i / 24000.0f);
+        qtts_voice_params vp = qtts_voice_default_params();
+        vp.ref_text = "x\xff";
+        qtts_voice *v = NULL;
+        st = pcm ? qtts_voice_from_pcm(m, pcm, 24000, 24000, &vp, &v, err, sizeof err) : QTTS_ERR_NOMEM;
+        CHECK("utf8/voice_ref_text_offset",
+              st == QTTS_ERR_INPUT && v == NULL && strstr(err, "the reference transcript is not valid UTF-8") &&
+                  strstr(err, "byte offset 1 ("),
+              "status %d, message \"%s\"", (int)st, err);
+        qtts_voice_free(v);
+        free(pcm);
+    }
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 /* max_new_tokens at INT_MAX is a valid (if silly) request: sizing the cache
  * must not overflow an int (UBSan in `make debug-test` aborts on one, so this
  * runs last, after everything else has been checked under the sanitizers). */
@@ -610,6 +706,7 @@ int main(void) {
     test_broken_folders();
     test_custom_voice();
     test_base();
+    test_utf8_offsets();
     nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     test_int_max_tokens();
     return test_finish();
