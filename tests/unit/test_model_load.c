@@ -6,8 +6,8 @@
  * of the custom_voice test checkpoint must describe itself correctly; bad
  * generation requests must fail before any compute with a message that says
  * what is valid, kept as the context's last error; invalid UTF-8 is reported
- * at its offset in the caller's text. Broken folders are written to a
- * mkdtemp() folder under /tmp. */
+ * at its offset in the caller's text; speaker names keep the checkpoint's
+ * spelling. Broken folders are written to a mkdtemp() folder under /tmp. */
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -671,6 +672,50 @@ static void test_utf8_offsets(void) {
     qtts_model_free(m);
 }
 
+/* A speaker name the checkpoint spells with capitals is listed as written
+ * and matched case-insensitively. */
+static void test_speaker_case(void) {
+    json_error_t je;
+    json_t *cfg = json_load_file(test_path("golden/data/custom_voice/config.json"), 0, &je);
+    json_t *spk = cfg ? json_object_get(json_object_get(cfg, "talker_config"), "spk_id") : NULL;
+    static const char *const links[] = {"custom_voice/generation_config.json", "custom_voice/model.safetensors"};
+    const char *dir = spk ? link_folder("speaker_case", links, 2) : NULL;
+    char path[700], err[1024] = "cannot write the folder";
+    int ok = dir && json_object_set_new(spk, "MyVoice", json_integer(3000)) == 0;
+    if (ok) {
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        ok = json_dump_file(cfg, path, JSON_INDENT(1)) == 0;
+    }
+    json_decref(cfg);
+    qtts_model *m = NULL;
+    const qtts_model_params p = no_codec_params();
+    qtts_status st = ok ? qtts_model_load(&m, dir, &p, err, sizeof err) : QTTS_ERR_IO;
+    test_report("speaker_case/load", st == QTTS_OK, "status %d: %s", (int)st, err);
+    if (st) return;
+    int found = -1;
+    for (int i = 0; i < qtts_model_n_speakers(m); i++)
+        if (!strcasecmp(qtts_model_speaker(m, i), "myvoice")) found = i;
+    CHECK("speaker_case/listed_as_written", found >= 0 && !strcmp(qtts_model_speaker(m, found), "MyVoice"),
+          "listed as \"%s\"", found >= 0 ? qtts_model_speaker(m, found) : "(missing)");
+    qtts_context *ctx = NULL;
+    st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    const char *names[3] = {"MyVoice", "myvoice", "MYVOICE"};
+    for (int i = 0; !st && i < 3; i++) {
+        qtts_gen_params gp = valid_params(m);
+        gp.speaker = names[i];
+        int32_t *codes = NULL;
+        int n = 0;
+        qtts_status s = qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, &n);
+        char name[64];
+        snprintf(name, sizeof name, "speaker_case/matched_%s", names[i]);
+        test_report(name, s == QTTS_OK && n >= 1, "status %d: %s", (int)s, qtts_context_last_error(ctx));
+        free(codes);
+    }
+    if (st) test_report("speaker_case/context", 0, "status %d: %s", (int)st, err);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 /* max_new_tokens at INT_MAX is a valid (if silly) request: sizing the cache
  * must not overflow an int (UBSan in `make debug-test` aborts on one, so this
  * runs last, after everything else has been checked under the sanitizers). */
@@ -707,6 +752,7 @@ int main(void) {
     test_custom_voice();
     test_base();
     test_utf8_offsets();
+    test_speaker_case();
     nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     test_int_max_tokens();
     return test_finish();
