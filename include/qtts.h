@@ -5,10 +5,14 @@
  * holds the state of one synthesis stream (KV caches, scratch, RNG).
  *
  * Conventions: every fallible call returns a qtts_status (QTTS_OK == 0,
- * errors < 0); a human-readable message describing the last error is kept by
- * the object (qtts_model_last_error, qtts_context_last_error) or written to a
- * caller buffer where no object exists yet. The library never prints and never
- * exits: diagnostics go to the log callback in the params. */
+ * errors < 0) with a human-readable message: calls on a context or an audio
+ * writer keep it in that object (qtts_context_last_error,
+ * qtts_audio_writer_last_error); calls that create an object, or work on no
+ * object of their own (qtts_tokenize), write it to a caller buffer (errbuf,
+ * errbuf_size; NULL = no message). A loaded model is never written to: any
+ * number of threads may use one model at once, each with its own contexts.
+ * The library never prints and never exits: diagnostics go to the log
+ * callback in the params. */
 #ifndef QTTS_H
 #define QTTS_H
 
@@ -47,7 +51,9 @@ typedef enum qtts_log_level {
     QTTS_LOG_DEBUG = 3
 } qtts_log_level;
 
-/* Receives every diagnostic of the library. msg is borrowed for the call. */
+/* Receives every diagnostic of the library. msg is borrowed for the call.
+ * Calls may come from several threads at once (contexts used on different
+ * threads, a pipeline's decode threads): make it thread-safe. */
 typedef void (*qtts_log_fn)(qtts_log_level level, const char *msg, void *user);
 
 /* ---------------------------------------------------------------- model */
@@ -190,12 +196,12 @@ const char *qtts_model_speaker_dialect(const qtts_model *model, int i);
 int qtts_model_n_languages(const qtts_model *model);
 const char *qtts_model_language(const qtts_model *model, int i);
 
-/* Message of the last failed call on this model ("" if none). */
-const char *qtts_model_last_error(const qtts_model *model);
-
 /* Tokenize UTF-8 text with the checkpoint's Qwen2 BPE (no BOS/EOS, special
- * tokens matched). *ids is malloc'ed; the caller frees it with free(). */
-qtts_status qtts_tokenize(qtts_model *model, const char *text, int32_t **ids, int *n_ids);
+ * tokens matched). *ids is malloc'ed; the caller frees it with free().
+ * QTTS_ERR_INPUT for invalid UTF-8 (errbuf gives the byte offset in text),
+ * QTTS_ERR_UNSUPPORTED when the folder has no tokenizer files. Thread-safe. */
+qtts_status qtts_tokenize(const qtts_model *model, const char *text, int32_t **ids, int *n_ids, char *errbuf,
+                          size_t errbuf_size);
 
 /* ---------------------------------------------------------------- generation */
 
@@ -310,10 +316,14 @@ typedef struct qtts_context_params {
 
 qtts_context_params qtts_context_default_params(void);
 
-/* Creates a stream context on a model. Free with qtts_context_free. */
-qtts_status qtts_context_new(qtts_model *model, const qtts_context_params *params,
-                             qtts_context **out);
+/* Creates a stream context on a model (params NULL = defaults). On failure
+ * *out is NULL and errbuf (if not NULL) says why. Thread-safe: threads may
+ * make contexts on one model at once. Free with qtts_context_free (accepts
+ * NULL). */
+qtts_status qtts_context_new(const qtts_model *model, const qtts_context_params *params, qtts_context **out,
+                             char *errbuf, size_t errbuf_size);
 void qtts_context_free(qtts_context *ctx);
+/* Message of the last failed call on this context ("" if none). */
 const char *qtts_context_last_error(const qtts_context *ctx);
 
 /* How the last generation on this context ended, and how many segments of
@@ -377,14 +387,14 @@ qtts_voice_params qtts_voice_default_params(void);
  * downmixed and resampled to 24 kHz) as the official create_voice_clone_prompt
  * does. Needs a Base model. On failure *out is NULL and errbuf says why.
  * Free with qtts_voice_free. */
-qtts_status qtts_voice_from_file(qtts_model *model, const char *audio_path, const qtts_voice_params *params,
+qtts_status qtts_voice_from_file(const qtts_model *model, const char *audio_path, const qtts_voice_params *params,
                                  qtts_voice **out, char *errbuf, size_t errbuf_size);
 /* The same from an encoded file in memory (e.g. an upload); name is for messages. */
-qtts_status qtts_voice_from_memory(qtts_model *model, const void *data, size_t size, const char *name,
+qtts_status qtts_voice_from_memory(const qtts_model *model, const void *data, size_t size, const char *name,
                                    const qtts_voice_params *params, qtts_voice **out, char *errbuf,
                                    size_t errbuf_size);
 /* The same from PCM samples (mono, any rate; resampled to 24 kHz). */
-qtts_status qtts_voice_from_pcm(qtts_model *model, const float *pcm, size_t n_samples, int sample_rate_hz,
+qtts_status qtts_voice_from_pcm(const qtts_model *model, const float *pcm, size_t n_samples, int sample_rate_hz,
                                 const qtts_voice_params *params, qtts_voice **out, char *errbuf,
                                 size_t errbuf_size);
 
@@ -395,9 +405,9 @@ qtts_status qtts_voice_save_memory(const qtts_voice *voice, unsigned char **data
                                    size_t errbuf_size);
 /* Load a saved voice for this model; a voice made with another model variant
  * is an error that says which. */
-qtts_status qtts_voice_load(qtts_model *model, const char *path, qtts_voice **out, char *errbuf,
+qtts_status qtts_voice_load(const qtts_model *model, const char *path, qtts_voice **out, char *errbuf,
                             size_t errbuf_size);
-qtts_status qtts_voice_load_memory(qtts_model *model, const void *data, size_t size, const char *name,
+qtts_status qtts_voice_load_memory(const qtts_model *model, const void *data, size_t size, const char *name,
                                    qtts_voice **out, char *errbuf, size_t errbuf_size);
 void qtts_voice_free(qtts_voice *voice); /* accepts NULL */
 /* 1 for an in-context (ICL) voice, 0 for x-vector only. */
@@ -573,7 +583,7 @@ typedef struct qtts_request {
 
 /* A pipeline of params->max_streams streams on model m. On failure *out is
  * NULL and errbuf says why. Free with qtts_pipeline_free. */
-qtts_status qtts_pipeline_new(qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
+qtts_status qtts_pipeline_new(const qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
                               size_t errbuf_size);
 /* Requests still in it end with QTTS_ERR_CANCELLED (their on_done runs); accepts NULL. */
 void qtts_pipeline_free(qtts_pipeline *p);

@@ -126,7 +126,7 @@ typedef struct dworker {
 } dworker;
 
 struct qtts_pipeline {
-    qtts_model *m;
+    const qtts_model *m;
     qtts_pipeline_params p;
     qtts_pipeline_debug dbg;
     int G, spf;
@@ -858,7 +858,7 @@ void qtts_pipeline_free(qtts_pipeline *p) {
     free(p);
 }
 
-static qtts_status create(qtts_model *m, qtts_context *borrowed, const qtts_pipeline_params *params,
+static qtts_status create(const qtts_model *m, qtts_context *borrowed, const qtts_pipeline_params *params,
                           qtts_pipeline **out, qtts_error *e) {
     *out = NULL;
     qtts_pipeline_params pp = params ? *params : qtts_pipeline_default_params();
@@ -921,8 +921,11 @@ static qtts_status create(qtts_model *m, qtts_context *borrowed, const qtts_pipe
         atomic_init(&sl->failed, 0);
         atomic_init(&sl->epoch, 0);
         if (borrowed) sl->ctx = borrowed;
-        else if ((st = qtts_context_new(m, &cp, &sl->ctx)))
-            err_set(e, st, "cannot make the context of stream %d: %s", i, qtts_model_last_error(m));
+        else {
+            char msg[QTTS_ERROR_MSG_MAX - 64];
+            if ((st = qtts_context_new(m, &cp, &sl->ctx, msg, sizeof msg)))
+                err_set(e, st, "cannot make the context of stream %d: %s", i, msg);
+        }
         sl->pending = malloc(sizeof(int32_t) * MAX_CHUNK * (size_t)p->G);
         if (!st && !sl->pending) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
@@ -955,7 +958,7 @@ static qtts_status create(qtts_model *m, qtts_context *borrowed, const qtts_pipe
     return QTTS_OK;
 }
 
-qtts_status qtts_pipeline_new(qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
+qtts_status qtts_pipeline_new(const qtts_model *m, const qtts_pipeline_params *params, qtts_pipeline **out, char *errbuf,
                               size_t n) {
     if (!m || !out) return QTTS_ERR_INVALID_ARG;
     qtts_error e;

@@ -86,7 +86,8 @@ static void lower_copy(char *dst, const char *src, size_t n) {
     dst[i] = 0;
 }
 
-static void parse_table(jctx *j, json_t *o, const char *path, name_id *tab, int *n, int lo, int hi) {
+/* A name -> codec id table; names kept as written (lower_case 0) or lower-cased. */
+static void parse_table(jctx *j, json_t *o, const char *path, name_id *tab, int *n, int lo, int hi, int lower_case) {
     *n = 0;
     if (!o || j->st) return;
     const char *key;
@@ -102,7 +103,8 @@ static void parse_table(jctx *j, json_t *o, const char *path, name_id *tab, int 
                             hi);
             return;
         }
-        lower_copy(tab[*n].name, key, CFG_NAME_MAX);
+        if (lower_case) lower_copy(tab[*n].name, key, CFG_NAME_MAX);
+        else snprintf(tab[*n].name, CFG_NAME_MAX, "%s", key);
         tab[*n].id = (int)json_integer_value(v);
         tab[*n].dialect[0] = 0;
         (*n)++;
@@ -159,9 +161,9 @@ qtts_status config_load(qtts_config *c, const char *dir, qtts_error *e) {
         c->codec_think_bos = get_int(&j, tk, "talker_config.", "codec_think_bos_id", 0, 0, 0, V - 1);
         c->codec_think_eos = get_int(&j, tk, "talker_config.", "codec_think_eos_id", 0, 0, 0, V - 1);
         parse_table(&j, get_obj(&j, tk, "talker_config.", "codec_language_id", 1), "talker_config.codec_language_id",
-                    c->langs, &c->n_langs, 0, V);
+                    c->langs, &c->n_langs, 0, V, 1);
         parse_table(&j, get_obj(&j, tk, "talker_config.", "spk_id", 1), "talker_config.spk_id", c->speakers,
-                    &c->n_speakers, 0, V);
+                    &c->n_speakers, 0, V, 0);
         json_t *dia = get_obj(&j, tk, "talker_config.", "spk_is_dialect", 1);
         for (int i = 0; dia && !j.st && i < c->n_speakers; i++) {
             json_t *v = NULL;

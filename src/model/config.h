@@ -25,7 +25,8 @@ typedef struct tf_config {
 #define CFG_NAME_MAX 64
 
 typedef struct name_id {
-    char name[CFG_NAME_MAX];    /* lower-case key */
+    char name[CFG_NAME_MAX];    /* key: languages lower-case, speakers as written (matched
+                                   case-insensitively either way) */
     int id;                     /* codec id */
     char dialect[CFG_NAME_MAX]; /* speakers: dialect language key or "" */
 } name_id;

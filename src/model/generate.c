@@ -94,19 +94,26 @@ static qtts_status tf_scratch_reserve(tf_scratch *t, const tf_config *cfg, int r
     return tf_scratch_init(t, cfg, rows, max_pos, e);
 }
 
-qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, qtts_context **out) {
+qtts_status qtts_context_new(const qtts_model *m, const qtts_context_params *params, qtts_context **out,
+                             char *errbuf, size_t errbuf_size) {
     qtts_error e;
     err_clear(&e);
-    if (!m || !out) return QTTS_ERR_INVALID_ARG;
-    *out = NULL;
-    qtts_context *c = calloc(1, sizeof *c);
-    if (!c) return QTTS_ERR_NOMEM;
+    if (errbuf && errbuf_size) errbuf[0] = 0;
+    if (out) *out = NULL;
+    qtts_context *c = NULL;
+    qtts_status s = QTTS_OK;
+    if (!m || !out) s = err_set(&e, QTTS_ERR_INVALID_ARG, "qtts_context_new: NULL model or output");
+    else if (!(c = calloc(1, sizeof *c))) s = err_set(&e, QTTS_ERR_NOMEM, "out of memory making a context");
+    if (s) {
+        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", e.msg);
+        return s;
+    }
     c->model = m;
     c->params = params ? *params : qtts_context_default_params();
     const qtts_config *cfg = &m->cfg;
     if (c->params.n_ctx <= 0 || c->params.n_ctx > cfg->talker.max_pos) c->params.n_ctx = cfg->talker.max_pos;
     const int H = cfg->talker.hidden;
-    qtts_status s = kv_cache_init(&c->cache, &cfg->talker, 64, &e);
+    s = kv_cache_init(&c->cache, &cfg->talker, 64, &e);
     if (!s) s = step_scratch_init(&c->ss, m, 1, &e);
     if (!s) s = cp_state_init(&c->cp, &m->cp, &e);
     if (!s) s = sampler_init(&c->rng, cfg->talker.vocab, 0, &e);
@@ -119,7 +126,7 @@ qtts_status qtts_context_new(qtts_model *m, const qtts_context_params *params, q
     if (!s && m->codec) s = codec_stream_new(m->codec, &c->codec, &e);
     if (!s && m->lmv) s = lmv_stream_new(m->lmv, &c->lmv, &e);
     if (s) {
-        snprintf(m->err, sizeof m->err, "%s", e.msg);
+        if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", e.msg);
         qtts_context_free(c);
         return s;
     }
@@ -165,17 +172,6 @@ void qtts_context_get_stats(const qtts_context *c, qtts_stats *st) {
 }
 
 /* ---------------------------------------------------------------- request */
-
-static qtts_status tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
-                                int32_t **ids, int *n, qtts_error *e) {
-    size_t len = strlen(pre) + strlen(text) + strlen(post) + 1;
-    char *s = malloc(len);
-    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    snprintf(s, len, "%s%s%s", pre, text, post);
-    qtts_status st = model_tokenize(m, s, ids, n, e);
-    free(s);
-    return st;
-}
 
 /* [head...] + body + [tail...] */
 static qtts_status wrap_ids(const int32_t *head, int nh, const int32_t *body, int nb, const int32_t *tail, int nt,
@@ -283,8 +279,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         s = wrap_ids(head, 3, p->text_ids, p->n_text_ids, tail, 5, &r->text_tpl, &r->n_text_tpl, e);
     } else {
         if (blank(p->text)) return err_set(e, QTTS_ERR_INPUT, "empty text: nothing to say");
-        s = tokenize_tpl(m, "<|im_start|>assistant\n", p->text, "<|im_end|>\n<|im_start|>assistant\n", &r->text_tpl,
-                         &r->n_text_tpl, e);
+        s = model_tokenize_tpl(m, "<|im_start|>assistant\n", p->text, "<|im_end|>\n<|im_start|>assistant\n", "the text",
+                               &r->text_tpl, &r->n_text_tpl, e);
     }
     if (s) goto fail;
     if (r->n_text_tpl < 9) {
@@ -309,7 +305,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         if (p->instruct_ids)
             s = wrap_ids(ih, 3, p->instruct_ids, p->n_instruct_ids, it, 2, &r->instr_tpl, &r->n_instr_tpl, e);
         else
-            s = tokenize_tpl(m, "<|im_start|>user\n", p->instruct, "<|im_end|>\n", &r->instr_tpl, &r->n_instr_tpl, e);
+            s = model_tokenize_tpl(m, "<|im_start|>user\n", p->instruct, "<|im_end|>\n", "the instruction",
+                                   &r->instr_tpl, &r->n_instr_tpl, e);
         if (s) goto fail;
     }
     /* ICL reference transcript */
@@ -320,7 +317,8 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
         else if (blank(vs.ref_text))
             s = err_set(e, QTTS_ERR_INPUT, "ICL voice cloning needs a non-empty reference transcript");
         else
-            s = tokenize_tpl(m, "<|im_start|>assistant\n", vs.ref_text, "<|im_end|>\n", &r->ref_tpl, &r->n_ref_tpl, e);
+            s = model_tokenize_tpl(m, "<|im_start|>assistant\n", vs.ref_text, "<|im_end|>\n", "the reference transcript",
+                                   &r->ref_tpl, &r->n_ref_tpl, e);
         if (s) goto fail;
         if (r->n_ref_tpl < 6) {
             s = err_set(e, QTTS_ERR_INPUT, "the reference transcript tokenizes to nothing");
@@ -424,7 +422,7 @@ static qtts_status begin_vulkan(qtts_context *c, const gen_trace *tr, int P, int
  * hidden state of the last position in c->y. */
 static qtts_status begin_cpu(qtts_context *c, const gen_trace *tr, int P, int L, int nv, int *keep_rows,
                              qtts_error *e) {
-    qtts_model *m = c->model;
+    const qtts_model *m = c->model;
     const qtts_config *cfg = &m->cfg;
     gen_state *g = &c->gs;
     const int H = cfg->talker.hidden;
@@ -455,7 +453,7 @@ static qtts_status begin_cpu(qtts_context *c, const gen_trace *tr, int P, int L,
 
 qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
                       qtts_error *e) {
-    qtts_model *m = c->model;
+    const qtts_model *m = c->model;
     const qtts_config *cfg = &m->cfg;
     const gen_trace *tr = c->trace;
     const int H = cfg->talker.hidden, G = cfg->n_code_groups;
@@ -642,7 +640,7 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         gen_step_vulkan(cs, n);
         return;
     }
-    qtts_model *m = cs[0]->model;
+    const qtts_model *m = cs[0]->model;
     const qtts_config *cfg = &m->cfg;
     const int H = cfg->talker.hidden, V = cfg->talker.vocab, G = cfg->n_code_groups;
     const double t0 = now_ms();

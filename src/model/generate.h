@@ -62,7 +62,7 @@ typedef struct gen_state {
 } gen_state;
 
 struct qtts_context {
-    qtts_model *model;
+    const qtts_model *model;
     qtts_context_params params;
     kv_cache cache;        /* talker KV cache, grows geometrically */
     step_scratch ss;       /* one stream's scratch; its tf also serves the prefill */

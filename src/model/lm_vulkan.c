@@ -86,7 +86,7 @@ typedef struct lmv_act {
 #define Q_CP_SAMPLE 8 /* 2 per predictor draw: before, after */
 
 struct lmv_stream {
-    lmv_model *v;
+    const lmv_model *v;
     int cap;             /* talker cache positions */
     vk_buf kc, vc;       /* talker caches [L][cap][kvd] */
     vk_buf rope;         /* [cap][hd] */
@@ -357,7 +357,7 @@ static qtts_status act_init(vk_dev *d, lmv_act *a, const tf_config *c, int rows,
     return QTTS_OK;
 }
 
-qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e) {
+qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e) {
     *out = NULL;
     lmv_stream *s = calloc(1, sizeof *s);
     if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
@@ -443,7 +443,7 @@ static void dispatch(rec *r, const char *shader, const vk_binding *b, int nb, co
 /* Y[i] (+)= W X[i] (+ bias) for n rows. */
 static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const vk_buf *Y, uint32_t y_off, int n,
                int acc, const uint32_t *bias_off) {
-    lmv_model *v = r->s->v;
+    const lmv_model *v = r->s->v;
     vk_pc_matmul pc = {(uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->kpad, x_off, (uint32_t)W->cols,
                        y_off, (uint32_t)W->rows, bias_off ? *bias_off : 0,
                        (bias_off ? VK_MM_BIAS : 0u) | (acc ? VK_MM_ACC : 0u)};
@@ -493,7 +493,7 @@ typedef struct fwd_pos {
  * traced prefill: read x back after each layer. */
 static void forward(rec *r, const lmv_tf *w, lmv_act *a, int n, const fwd_pos *fp, const lmv_trace *tr,
                     float *layer_buf) {
-    lmv_model *v = r->s->v;
+    const lmv_model *v = r->s->v;
     const tf_config *c = &w->cfg;
     const uint32_t H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, kvd = nkv * hd;
     for (int l = 0; l < c->n_layers; l++) {
@@ -550,7 +550,7 @@ static void sample(rec *r, const vk_buf *logits, int V, const qtts_sampling *sp,
 /* The frame (see the file head). tr: traced run with readbacks. */
 static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
     lmv_stream *s = r->s;
-    lmv_model *v = s->v;
+    const lmv_model *v = s->v;
     const qtts_config *cfg = &v->m->cfg;
     const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab, Hc = v->cp.cfg.hidden, Vc = v->cp.cfg.vocab;
     const int G = v->n_groups + 1;
@@ -632,7 +632,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
 /* Room for `rows` prefill rows and `cap` cache positions; a grown cache
  * keeps the first `keep` positions of every layer. */
 static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, int keep, qtts_error *e) {
-    lmv_model *v = s->v;
+    const lmv_model *v = s->v;
     vk_dev *d = v->dev;
     const tf_config *tc = &v->talker.cfg;
     qtts_status st = QTTS_OK;
@@ -685,7 +685,7 @@ fail:
 }
 
 qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr, double *gpu_ms, qtts_error *e) {
-    lmv_model *v = s->v;
+    const lmv_model *v = s->v;
     vk_dev *d = v->dev;
     const int H = v->talker.cfg.hidden, G = v->n_groups + 1, P = q->n_pos;
     *gpu_ms = 0;
@@ -766,7 +766,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
 }
 
 qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
-    lmv_model *v = s->v;
+    const lmv_model *v = s->v;
     const int G = v->n_groups + 1;
     qtts_status st;
     memset(t, 0, sizeof *t);
@@ -844,7 +844,7 @@ void lmv_free(lmv_model *v) { (void)v; }
 const qtts_device_info *lmv_device(const lmv_model *v) { return NULL; }
 int64_t lmv_bytes_allocated(const lmv_model *v) { return 0; }
 int64_t lmv_bytes_reserved(const lmv_model *v) { return 0; }
-qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e) {
+qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e) {
     *out = NULL;
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
 }

@@ -27,7 +27,7 @@ const qtts_device_info *lmv_device(const lmv_model *v);
 int64_t lmv_bytes_allocated(const lmv_model *v);
 int64_t lmv_bytes_reserved(const lmv_model *v);
 
-qtts_status lmv_stream_new(lmv_model *v, lmv_stream **out, qtts_error *e);
+qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e);
 void lmv_stream_free(lmv_stream *s);
 
 /* Observers (the golden tests'): with a trace the frame runs phase by phase

@@ -413,18 +413,32 @@ int qtts_model_n_languages(const qtts_model *m) { return m->n_lang_list; }
 const char *qtts_model_language(const qtts_model *m, int i) {
     return i >= 0 && i < m->n_lang_list ? m->lang_list[i] : NULL;
 }
-const char *qtts_model_last_error(const qtts_model *m) { return m ? m->err : ""; }
-
 qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n, qtts_error *e) {
     if (!m->tok) return err_set(e, QTTS_ERR_UNSUPPORTED, "%s", m->tok_missing);
     return tok_encode(m->tok, text, strlen(text), ids, n, e);
 }
 
-qtts_status qtts_tokenize(qtts_model *m, const char *text, int32_t **ids, int *n_ids) {
+qtts_status model_tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
+                               const char *what, int32_t **ids, int *n, qtts_error *e) {
+    if (!m->tok) return err_set(e, QTTS_ERR_UNSUPPORTED, "%s", m->tok_missing);
+    qtts_status st = tok_check_utf8(text, strlen(text), what, e);
+    if (st) return st;
+    size_t len = strlen(pre) + strlen(text) + strlen(post) + 1;
+    char *s = malloc(len);
+    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    snprintf(s, len, "%s%s%s", pre, text, post);
+    st = model_tokenize(m, s, ids, n, e);
+    free(s);
+    return st;
+}
+
+qtts_status qtts_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n_ids, char *errbuf,
+                          size_t errbuf_size) {
     qtts_error e;
     err_clear(&e);
-    if (!m || !text || !ids || !n_ids) return QTTS_ERR_INVALID_ARG;
-    qtts_status s = model_tokenize(m, text, ids, n_ids, &e);
-    if (s) snprintf(m->err, sizeof m->err, "%s", e.msg);
+    qtts_status s = !m || !text || !ids || !n_ids
+                        ? err_set(&e, QTTS_ERR_INVALID_ARG, "qtts_tokenize: NULL model, text or output")
+                        : model_tokenize(m, text, ids, n_ids, &e);
+    if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", s ? e.msg : "");
     return s;
 }

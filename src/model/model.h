@@ -1,5 +1,9 @@
-/* Internal definition of qtts_model (immutable after load) and helpers shared
- * by the library's files. Not part of the public API. */
+/* Internal definition of qtts_model and helpers shared by the library's files.
+ * Not part of the public API. A model is immutable after qtts_model_load: the
+ * calls that use it take a const qtts_model * and keep their errors in their
+ * own objects or the caller's buffer, so any number of threads may use one
+ * model at once. The worker pool (ops) and the lent worker (lend, under its
+ * mutex) synchronise themselves. */
 #ifndef QTTS_MODEL_MODEL_H
 #define QTTS_MODEL_MODEL_H
 
@@ -40,7 +44,6 @@ struct qtts_model {
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
-    char err[QTTS_ERROR_MSG_MAX]; /* last error (const calls do not set it) */
 };
 
 /* Send a formatted message to the model's log callback (if any). */
@@ -53,5 +56,11 @@ void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...)
 /* Tokenize with the model's tokenizer; QTTS_ERR_UNSUPPORTED with a clear
  * message when the folder has no tokenizer files. */
 qtts_status model_tokenize(const qtts_model *m, const char *text, int32_t **ids, int *n, qtts_error *e);
+
+/* Tokenize pre + text + post (the user's text inside a chat template) as one
+ * string. Invalid UTF-8 in text is reported as "<what> is not valid UTF-8 at
+ * byte offset N", N counted in text, not in the wrapped string. */
+qtts_status model_tokenize_tpl(const qtts_model *m, const char *pre, const char *text, const char *post,
+                               const char *what, int32_t **ids, int *n, qtts_error *e);
 
 #endif

@@ -172,6 +172,14 @@ static size_t utf8_check(const uint8_t *s, size_t n, const char **why) {
     return n;
 }
 
+qtts_status tok_check_utf8(const char *text, size_t len, const char *what, qtts_error *e) {
+    const char *why = "";
+    size_t bad = utf8_check((const uint8_t *)text, len, &why);
+    if (bad < len)
+        return err_set(e, QTTS_ERR_INPUT, "%s is not valid UTF-8 at byte offset %zu (%s)", what, bad, why);
+    return QTTS_OK;
+}
+
 /* Unicode White_Space (Rust char::is_whitespace), for lstrip/rstrip of added tokens. */
 static int is_ws(uint32_t c) {
     return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
@@ -752,16 +760,12 @@ static qtts_status run(enc_state *s, const char *text, size_t len) {
         return err_set(e, QTTS_ERR_LIMIT, "text of %zu bytes is too long to tokenize (max %d)",
                        len, INT_MAX);
     const uint8_t *u = (const uint8_t *)text;
-    const char *why = "";
-    size_t bad = utf8_check(u, len, &why);
-    if (bad < len)
-        return err_set(e, QTTS_ERR_INPUT, "text is not valid UTF-8 at byte offset %zu (%s)", bad,
-                       why);
+    qtts_status st = tok_check_utf8(text, len, "text", e);
+    if (st) return st;
     s->md = pcre2_match_data_create_from_pattern(t->re, NULL);
     if (!s->md) return err_set(e, QTTS_ERR_NOMEM, "out of memory encoding text");
 
     size_t seg = 0, i = 0;
-    qtts_status st = QTTS_OK;
     while (i < len) {
         int c = u[i], k = t->added_start[c], kend = t->added_start[c + 1];
         for (; k < kend; k++) {

@@ -31,6 +31,11 @@ void tok_free(text_tokenizer *t);
 qtts_status tok_encode(const text_tokenizer *t, const char *text, size_t len, int32_t **ids,
                        int *n_ids, qtts_error *e);
 
+/* QTTS_ERR_INPUT when len bytes of text are not valid UTF-8, with the message "<what> is not
+ * valid UTF-8 at byte offset N (why)", N counted from text. For text that is wrapped in a
+ * template before tok_encode: checked alone, the offset is the one the caller knows. */
+qtts_status tok_check_utf8(const char *text, size_t len, const char *what, qtts_error *e);
+
 /* Pre-tokenisation only (for tests and debugging): the pieces BPE would see, as NUL-terminated
  * UTF-8 strings of the NFC text, added tokens as their own pieces. *pieces is a malloc'ed array
  * of malloc'ed strings; free them with tok_free_pieces. Errors as tok_encode. */

@@ -128,7 +128,7 @@ static qtts_status need_base(const qtts_model *m, qtts_error *e) {
 }
 
 /* pcm is 24 kHz mono. */
-static qtts_status make_voice(qtts_model *m, const float *pcm, size_t n, const qtts_voice_params *p, qtts_voice **out,
+static qtts_status make_voice(const qtts_model *m, const float *pcm, size_t n, const qtts_voice_params *p, qtts_voice **out,
                               qtts_error *e) {
     const int icl = !p->xvector_only;
     if (icl && !(p->ref_text && *p->ref_text) && !(p->ref_text_ids && p->n_ref_text_ids > 0))
@@ -165,16 +165,10 @@ static qtts_status make_voice(qtts_model *m, const float *pcm, size_t n, const q
             }
         } else {
             /* tokenize the whole template as the wrapper does, keep ids [3:-2] */
-            size_t len = strlen(p->ref_text) + 64;
-            char *tpl = malloc(len);
             int32_t *ids = NULL;
             int k = 0;
-            if (!tpl) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-            else {
-                snprintf(tpl, len, "<|im_start|>assistant\n%s<|im_end|>\n", p->ref_text);
-                s = model_tokenize(m, tpl, &ids, &k, e);
-                free(tpl);
-            }
+            s = model_tokenize_tpl(m, "<|im_start|>assistant\n", p->ref_text, "<|im_end|>\n", "the reference transcript",
+                                   &ids, &k, e);
             if (!s && k < 6) s = err_set(e, QTTS_ERR_INPUT, "the reference transcript is empty");
             if (!s) {
                 d->n_ref_text_ids = k - 5;
@@ -200,7 +194,7 @@ static audio_read_params read_params(const qtts_voice_params *p) {
     return rp;
 }
 
-qtts_status qtts_voice_from_file(qtts_model *m, const char *path, const qtts_voice_params *params, qtts_voice **out,
+qtts_status qtts_voice_from_file(const qtts_model *m, const char *path, const qtts_voice_params *params, qtts_voice **out,
                                  char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
@@ -218,7 +212,7 @@ qtts_status qtts_voice_from_file(qtts_model *m, const char *path, const qtts_voi
     return s ? fail(&e, errbuf, n) : QTTS_OK;
 }
 
-qtts_status qtts_voice_from_memory(qtts_model *m, const void *data, size_t size, const char *name,
+qtts_status qtts_voice_from_memory(const qtts_model *m, const void *data, size_t size, const char *name,
                                    const qtts_voice_params *params, qtts_voice **out, char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
@@ -235,7 +229,7 @@ qtts_status qtts_voice_from_memory(qtts_model *m, const void *data, size_t size,
     return s ? fail(&e, errbuf, n) : QTTS_OK;
 }
 
-qtts_status qtts_voice_from_pcm(qtts_model *m, const float *pcm, size_t ns, int rate, const qtts_voice_params *params,
+qtts_status qtts_voice_from_pcm(const qtts_model *m, const float *pcm, size_t ns, int rate, const qtts_voice_params *params,
                                 qtts_voice **out, char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
@@ -282,7 +276,7 @@ static qtts_status check(const qtts_model *m, qtts_voice *v, qtts_error *e) {
                                   m->cfg.n_code_groups, m->cfg.cp.vocab, e);
 }
 
-qtts_status qtts_voice_load(qtts_model *m, const char *path, qtts_voice **out, char *errbuf, size_t n) {
+qtts_status qtts_voice_load(const qtts_model *m, const char *path, qtts_voice **out, char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
     if (!m || !path || !out) return QTTS_ERR_INVALID_ARG;
@@ -299,7 +293,7 @@ qtts_status qtts_voice_load(qtts_model *m, const char *path, qtts_voice **out, c
     return QTTS_OK;
 }
 
-qtts_status qtts_voice_load_memory(qtts_model *m, const void *data, size_t size, const char *name, qtts_voice **out,
+qtts_status qtts_voice_load_memory(const qtts_model *m, const void *data, size_t size, const char *name, qtts_voice **out,
                                    char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);

@@ -121,7 +121,7 @@ static void run(qtts_weight_type wt, int decode_threads, const char *pfx) {
     int32_t codes_alone[N_REQ][MAX_FRAMES * 16];
     int n_alone[N_REQ];
     qtts_context *solo = NULL;
-    qtts_context_new(m, NULL, &solo);
+    qtts_context_new(m, NULL, &solo, NULL, 0);
     for (int i = 0; i < N_REQ; i++) {
         req a = rs[i];
         qtts_gen_params gp = params(m, &a);

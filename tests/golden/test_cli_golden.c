@@ -1,7 +1,8 @@
 /* The qtts command-line tool run as a process: every text-to-codes golden run
  * that needs no reference audio reproduces the official greedy codes through
  * `qtts --dump-codes`, from ids (tiny-vocabulary cases) and from UTF-8 strings
- * (e2e case); bad invocations exit with the documented code and a message. */
+ * (e2e case); bad invocations exit with the documented code and a message;
+ * `qtts voices` lists speaker names as the checkpoint spells them. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -302,6 +303,29 @@ static void main_job_tests(void) {
     test_report("cli/voices", rc == 0 && strstr(out, "ryan") && strstr(out, "uncle_fu") && strstr(out, "english") &&
                                   strstr(out, "auto") && strstr(out, "sichuan_dialect") && !strstr(out, "  beijing_dialect\n"),
                 "exit %d: %s", rc, out);
+    /* a fine-tuned checkpoint's speaker spelled with capitals is listed as written */
+    char capdir[512];
+    snprintf(capdir, sizeof capdir, "%s/caps", g_tmp);
+    json_error_t je;
+    json_t *cfg = json_load_file(test_path("golden/data/custom_voice/config.json"), 0, &je);
+    json_t *spk = cfg ? json_object_get(json_object_get(cfg, "talker_config"), "spk_id") : NULL;
+    int made = spk && json_object_set_new(spk, "MyVoice", json_integer(3000)) == 0;
+    char cv_abs[1024], cwd[512];
+    if (cv[0] == '/' || !getcwd(cwd, sizeof cwd)) snprintf(cv_abs, sizeof cv_abs, "%s", cv);
+    else snprintf(cv_abs, sizeof cv_abs, "%s/%s", cwd, cv);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && for f in generation_config.json model.safetensors speech_tokenizer; "
+             "do ln -s %s/$f %s/$f || exit 1; done", q(capdir), q(cv_abs), q(capdir));
+    if (made) made = system(cmd) == 0;
+    if (made) {
+        char cfg_path[600];
+        snprintf(cfg_path, sizeof cfg_path, "%s/config.json", capdir);
+        made = json_dump_file(cfg, cfg_path, JSON_INDENT(1)) == 0;
+    }
+    json_decref(cfg);
+    snprintf(cmd, sizeof cmd, "%s voices --model %s", qtts_bin(), q(capdir));
+    rc = made ? run_out(cmd, out, sizeof out, err, sizeof err) : -1;
+    test_report("cli/voices_as_written", rc == 0 && strstr(out, "  MyVoice\n") && !strstr(out, "myvoice") && strstr(out, "  ryan\n"),
+                "exit %d: %s%s", rc, out, err);
     snprintf(cmd, sizeof cmd, "%s info --model %s", qtts_bin(), q(bc));
     rc = run_out(cmd, out, sizeof out, err, sizeof err);
     test_report("cli/info", rc == 0 && strstr(out, "base") && strstr(out, "BF16") && strstr(out, "hidden 64") &&
@@ -602,7 +626,7 @@ int main(void) {
     snprintf(a, sizeof a, "--model %s --text '   ' --speaker vivian --dump-codes /dev/null", q(e2e));
     expect_fail("cli/input/empty_text", a, 4, "empty text");
     snprintf(a, sizeof a, "--model %s --text \"$(printf 'bad \\377 byte')\" --speaker vivian --dump-codes /dev/null", q(e2e));
-    expect_fail("cli/input/bad_utf8", a, 4, "UTF-8");
+    expect_fail("cli/input/bad_utf8", a, 4, "not valid UTF-8 at byte offset 4 ("); /* in the text given */
     snprintf(a, sizeof a, "--model %s --text-ids '1 x 2' --dump-codes /dev/null", q(cv));
     expect_fail("cli/usage/bad_ids", a, 2, "--text-ids");
     snprintf(a, sizeof a, "--model %s --text-ids '1 2' --top-p 1.5 --dump-codes /dev/null", q(cv));

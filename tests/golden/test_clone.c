@@ -31,7 +31,7 @@ int main(void) {
         return test_finish();
     }
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     npy_array ref = {0};
     npy_load(test_path("golden/data/base_clone/inputs/ref_audio.npy"), &ref, err, sizeof err);
     json_error_t je;

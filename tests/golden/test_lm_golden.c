@@ -161,7 +161,7 @@ static void run_case(const char *cs) {
             gp.ref_text_ids = ref_ids;
         }
         qtts_context *ctx = NULL;
-        qtts_context_new(m, NULL, &ctx);
+        qtts_context_new(m, NULL, &ctx, NULL, 0);
         const qtts_config *cfg = &m->cfg;
         cap c = {0};
         c.H = cfg->talker.hidden;

@@ -58,7 +58,7 @@ static void run_case(const char *cs, int n_threads) {
     test_report(name, s == QTTS_OK, "%s", err);
     if (s) return;
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     json_error_t je;
     json_t *prompts = json_load_file(test_path("golden/data/%s/inputs/prompts.json", cs), 0, &je);
     const char *run;
@@ -173,7 +173,7 @@ static int load_cv(int n_threads, const char *name, qtts_model **m, qtts_context
         test_report(name, 0, "%s", err);
         return 0;
     }
-    qtts_context_new(*m, NULL, ctx);
+    qtts_context_new(*m, NULL, ctx, NULL, 0);
     return 1;
 }
 
@@ -330,7 +330,7 @@ static void long_text_test(void) {
     qtts_model *m = load_or_report("e2e_string", "pipeline/long/load");
     if (!m) return;
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     const char *text = "The first sentence is here. A second one follows it!\n\n"
                        "Dies ist ein zweiter Absatz. 这是第三段。还有一句话？";
     qtts_gen_params gp = qtts_gen_default_params(m);
@@ -356,7 +356,7 @@ static void long_text_test(void) {
         int k = 0;
         char tpl[512];
         snprintf(tpl, sizeof tpl, "<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>assistant\n", want_pieces[i]);
-        qtts_tokenize(m, tpl, &ids, &k);
+        qtts_tokenize(m, tpl, &ids, &k, NULL, 0);
         want += (size_t)(50 + 8 * (k - 8)) * 1920;
         pause_at[i] = want;
         want += (size_t)pauses_ms[i] * 24;
@@ -427,7 +427,7 @@ static void cache_growth_test(void) {
     int32_t *codes[3] = {NULL, NULL, NULL};
     int nf[3] = {0, 0, 0}, ok = 1;
     qtts_context *fresh = NULL, *grown = NULL;
-    ok = !qtts_context_new(m, NULL, &fresh) && !qtts_context_new(m, NULL, &grown);
+    ok = !qtts_context_new(m, NULL, &fresh, NULL, 0) && !qtts_context_new(m, NULL, &grown, NULL, 0);
     ok = ok && !qtts_generate_codes(fresh, &gp, NULL, NULL, &codes[0], &nf[0]); /* grows mid-way */
     int32_t *warm = NULL;
     int nw = 0;
@@ -435,7 +435,7 @@ static void cache_growth_test(void) {
     ok = ok && !qtts_generate_codes(grown, &gp, NULL, NULL, &codes[1], &nf[1]); /* big enough: no growth */
     qtts_context_free(fresh);
     fresh = NULL;
-    ok = ok && !qtts_context_new(m, NULL, &fresh) && !qtts_generate_codes(fresh, &gp, NULL, NULL, &codes[2], &nf[2]);
+    ok = ok && !qtts_context_new(m, NULL, &fresh, NULL, 0) && !qtts_generate_codes(fresh, &gp, NULL, NULL, &codes[2], &nf[2]);
     test_report("pipeline/cache_growth/ran", ok && nf[0] == 600 && nf[1] == 600 && nf[2] == 600, "frames %d %d %d",
                 nf[0], nf[1], nf[2]);
     int first_diff = -1;
@@ -464,7 +464,7 @@ static int prefix_run(qtts_model *m, qtts_context *ctx, const qtts_gen_params *g
     qtts_context_get_stats(ctx, &st);
     *reused = st.n_prompt_reused;
     *n_prompt = st.n_prompt;
-    ok = ok && !qtts_context_new(m, &cp, &fresh) && !qtts_generate_codes(fresh, gp, NULL, NULL, &b, &nb);
+    ok = ok && !qtts_context_new(m, &cp, &fresh, NULL, 0) && !qtts_generate_codes(fresh, gp, NULL, NULL, &b, &nb);
     qtts_context_get_stats(fresh, &st);
     *same = ok && na == nb && na > 0 && !memcmp(a, b, sizeof(int32_t) * 16 * (size_t)na) && st.n_prompt_reused == 0;
     free(a);
@@ -484,7 +484,7 @@ static void voice_prefix_test(void) {
     if (!m) return;
     static const int32_t other_ids[] = {5, 77, 1000, 88, 3, 9, 410, 12, 66, 7, 200};
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     /* role 3 + control [think, think_bos, language, think_eos] + speaker + pad = 9 with a language,
      * [nothink, think_bos, think_eos] + speaker + pad = 8 for auto */
     struct {
@@ -524,7 +524,7 @@ static void voice_prefix_test(void) {
     qtts_gen_params gp = short_request(m, 30, 3, &dbg);
     dbg.force_frames = 4;
     qtts_stats st = {0};
-    int ok = !qtts_context_new(m, &cp, &off) && !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL) &&
+    int ok = !qtts_context_new(m, &cp, &off, NULL, 0) && !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL) &&
              !qtts_generate_codes(off, &gp, NULL, NULL, NULL, NULL);
     qtts_context_get_stats(off, &st);
     test_report("pipeline/voice_prefix/off", ok && st.n_prompt_reused == 0 && st.n_prompt > 0, "ran %d, %d reused",
@@ -545,7 +545,7 @@ static void voice_prefix_test(void) {
     int32_t ref_codes[10 * 16];
     for (int i = 0; i < 10 * 16; i++) ref_codes[i] = (i * 37 + 5) % 1000;
     static const int32_t ref_ids[] = {40, 41, 42};
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     for (int r = 0; r < 4; r++) {
         gp = short_request(m, 30, 21 + r, &dbg);
         gp.speaker = NULL;
@@ -582,7 +582,7 @@ static void stats_test(void) {
     qtts_model *m = load_or_report("custom_voice", "pipeline/stats/load");
     if (!m) return;
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     const int32_t ids[] = {17, 300, 45, 999, 2, 511, 64, 8};
     qtts_gen_params gp = qtts_gen_default_params(m);
     qtts_gen_debug dbg = qtts_gen_debug_default_params();
@@ -615,7 +615,7 @@ static void stats_test(void) {
         float *p2 = NULL;
         size_t n2 = 0;
         qtts_status s2 = qtts_model_load(&m2, test_path("golden/data/custom_voice"), &mp, err, sizeof err);
-        if (!s2) s2 = qtts_context_new(m2, NULL, &c2);
+        if (!s2) s2 = qtts_context_new(m2, NULL, &c2, NULL, 0);
         if (!s2) s2 = qtts_synthesize(c2, &gp, NULL, NULL, NULL, &p2, &n2);
         char name[64];
         snprintf(name, sizeof name, "pipeline/threads_%d_same_bits", th);

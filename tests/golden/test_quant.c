@@ -47,7 +47,7 @@ static void run(const char *cs, qtts_weight_type wt, const char *wname, double t
         return;
     }
     qtts_context *ctx = NULL;
-    qtts_context_new(m, NULL, &ctx);
+    qtts_context_new(m, NULL, &ctx, NULL, 0);
     json_error_t je;
     json_t *prompts = json_load_file(test_path("golden/data/%s/inputs/prompts.json", cs), 0, &je);
     const char *rn;
@@ -142,7 +142,7 @@ static int32_t *codes_with(const char *cs, qtts_weight_type wt, int huge, int *n
     int32_t *codes = NULL;
     *n = 0;
     if (qtts_model_load(&m, test_path("golden/data/%s", cs), &mp, err, sizeof err) == QTTS_OK &&
-        qtts_context_new(m, NULL, &ctx) == QTTS_OK) {
+        qtts_context_new(m, NULL, &ctx, NULL, 0) == QTTS_OK) {
         qtts_gen_params gp = qtts_gen_default_params(m);
         gp.talker.do_sample = gp.predictor.do_sample = 0;
         static const int32_t ids[] = {97, 11, 879, 13}; /* the tiny checkpoints have 1024 text ids */

@@ -12,7 +12,7 @@
 
 static qtts_status gen(qtts_model *m, uint64_t seed, int32_t **codes, int *n, qtts_stats *st) {
     qtts_context *ctx = NULL;
-    qtts_status s = qtts_context_new(m, NULL, &ctx);
+    qtts_status s = qtts_context_new(m, NULL, &ctx, NULL, 0);
     if (s) return s;
     qtts_gen_params gp = qtts_gen_default_params(m);
     gp.text = "Hello there, how are you today?";

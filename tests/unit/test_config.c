@@ -158,15 +158,17 @@ static void test_valid(void) {
     CHECK("config_speaker_absent", config_speaker(&c, "bob") == NULL && config_speaker(&c, NULL) == NULL,
           "a lookup of an absent speaker returned an entry");
 
-    /* mixed-case keys in the checkpoint are stored lower-case, dialects too */
+    /* a speaker key with capitals keeps its spelling (matched case-insensitively);
+     * its dialect, a language key, is stored lower-case */
     dir = write_mutated("mixed_case", MUTS({"talker_config.spk_id.Big_Bob", json_integer(3000)},
                                            {"talker_config.spk_is_dialect.BIG_BOB", json_string("Sichuan_Dialect")}));
     err_clear(&e);
     st = dir ? config_load(&c, dir, &e) : QTTS_ERR_IO;
     const name_id *bb = st == QTTS_OK ? config_speaker(&c, "big_bob") : NULL;
-    CHECK("config_speaker_mixed_case_key", bb && bb->id == 3000 && strcmp(bb->name, "big_bob") == 0 &&
+    CHECK("config_speaker_mixed_case_key", bb && bb == config_speaker(&c, "BIG_BOB") && bb->id == 3000 &&
+                                               strcmp(bb->name, "Big_Bob") == 0 &&
                                                strcmp(bb->dialect, "sichuan_dialect") == 0,
-          "status %d (%s); big_bob %s", (int)st, e.msg, bb ? bb->dialect : "not found");
+          "status %d (%s); big_bob \"%s\" %s", (int)st, e.msg, bb ? bb->name : "", bb ? bb->dialect : "not found");
 
     /* base model without speaker_encoder_config: x-vector width = hidden */
     dir = write_mutated("base_no_spk", MUTS({"tts_model_type", json_string("base")}, {"talker_config.spk_id", NULL}));

@@ -5,8 +5,9 @@
  * status and a message naming the folder or file and the tensor; a valid load
  * of the custom_voice test checkpoint must describe itself correctly; bad
  * generation requests must fail before any compute with a message that says
- * what is valid, kept as the context's last error.
- * Broken folders are written to a mkdtemp() folder under /tmp. */
+ * what is valid, kept as the context's last error; invalid UTF-8 is reported
+ * at its offset in the caller's text; speaker names keep the checkpoint's
+ * spelling. Broken folders are written to a mkdtemp() folder under /tmp. */
 #include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "qtts.h"
 #include "test.h"
@@ -350,8 +353,6 @@ static void test_custom_voice(void) {
     qtts_status st = qtts_model_load(&m, dir, NULL, err, sizeof err);
     test_report("load_custom_voice", st == QTTS_OK && m, "status %d: %s", (int)st, err);
     if (st) return;
-    CHECK("model_last_error_initially_empty", strcmp(qtts_model_last_error(m), "") == 0, "\"%s\"",
-          qtts_model_last_error(m));
     qtts_model_info info;
     memset(&info, 0xff, sizeof info);
     qtts_model_get_info(m, &info);
@@ -389,18 +390,26 @@ static void test_custom_voice(void) {
     /* no vocab.json / merges.txt in the test checkpoint */
     int32_t *ids = NULL;
     int n_ids = -1;
-    st = qtts_tokenize(m, "hello", &ids, &n_ids);
-    CHECK("tokenize_without_tokenizer", st == QTTS_ERR_UNSUPPORTED && ids == NULL &&
-                                            strstr(qtts_model_last_error(m), "vocab.json"),
-          "status %d, last error \"%s\"", (int)st, qtts_model_last_error(m));
+    char why[1024];
+    st = qtts_tokenize(m, "hello", &ids, &n_ids, why, sizeof why);
+    CHECK("tokenize_without_tokenizer", st == QTTS_ERR_UNSUPPORTED && ids == NULL && strstr(why, "vocab.json"),
+          "status %d, message \"%s\"", (int)st, why);
     free(ids);
-    CHECK("tokenize_null_args", qtts_tokenize(m, NULL, &ids, &n_ids) == QTTS_ERR_INVALID_ARG &&
-                                    qtts_tokenize(NULL, "x", &ids, &n_ids) == QTTS_ERR_INVALID_ARG,
-          "NULL arguments not rejected");
+    CHECK("tokenize_null_args", qtts_tokenize(m, NULL, &ids, &n_ids, why, sizeof why) == QTTS_ERR_INVALID_ARG &&
+                                    strstr(why, "NULL") &&
+                                    qtts_tokenize(NULL, "x", &ids, &n_ids, NULL, 0) == QTTS_ERR_INVALID_ARG,
+          "NULL arguments not rejected (message \"%s\")", why);
 
-    qtts_context *ctx = NULL;
-    st = qtts_context_new(m, NULL, &ctx);
-    test_report("context_new", st == QTTS_OK && ctx, "status %d: %s", (int)st, qtts_model_last_error(m));
+    qtts_context *ctx = (qtts_context *)&g_tmp; /* must be overwritten with NULL */
+    st = qtts_context_new(NULL, NULL, &ctx, why, sizeof why);
+    CHECK("context_new_null_model", st == QTTS_ERR_INVALID_ARG && ctx == NULL && strstr(why, "NULL"),
+          "status %d, context %s, message \"%s\"", (int)st, ctx ? "not NULL" : "NULL", why);
+    CHECK("context_new_null_out", qtts_context_new(m, NULL, NULL, NULL, 0) == QTTS_ERR_INVALID_ARG,
+          "a NULL output pointer was not refused");
+    memset(why, 'x', sizeof why);
+    st = qtts_context_new(m, NULL, &ctx, why, sizeof why);
+    test_report("context_new", st == QTTS_OK && ctx && why[0] == 0, "status %d: %s", (int)st,
+                memchr(why, 0, sizeof why) ? why : "(errbuf not cleared)");
     if (st) {
         qtts_model_free(m);
         return;
@@ -553,7 +562,7 @@ static void test_custom_voice(void) {
     /* a context too small for the prompt */
     qtts_context_params cp = qtts_context_default_params();
     cp.n_ctx = 4;
-    st = qtts_context_new(m, &cp, &ctx);
+    st = qtts_context_new(m, &cp, &ctx, NULL, 0);
     if (st == QTTS_OK) {
         expect_gen("gen_prompt_exceeds_context", ctx, &gp, QTTS_ERR_LIMIT, "context", NULL);
         qtts_context_free(ctx);
@@ -580,7 +589,7 @@ static void test_base(void) {
           "type %d \"%s\", speaker encoder %d, %d speakers", (int)info.type, info.type_name, info.has_speaker_encoder,
           qtts_model_n_speakers(m));
     qtts_context *ctx = NULL;
-    st = qtts_context_new(m, NULL, &ctx);
+    st = qtts_context_new(m, NULL, &ctx, NULL, 0);
     if (st == QTTS_OK) {
         qtts_gen_params b = valid_params(m);
         expect_gen("gen_speaker_on_base_model", ctx, &b, QTTS_ERR_INPUT, "CustomVoice", "\"ryan\"");
@@ -612,6 +621,144 @@ static void test_base(void) {
     qtts_model_free(m);
 }
 
+/* A folder g_tmp/name holding symbolic links to the named entries of golden
+ * cases: entries[i] is "case/entry". Returns its path (static, rotating). */
+static const char *link_folder(const char *name, const char *const *entries, int n) {
+    static char bufs[4][512];
+    static int k;
+    char *dir = bufs[k++ & 3];
+    snprintf(dir, 512, "%s/%s", g_tmp, name);
+    mkdir(dir, 0755);
+    for (int i = 0; i < n; i++) {
+        char src[1024], dst[1024];
+        const char *base = strrchr(entries[i], '/');
+        snprintf(src, sizeof src, "%s", test_path("golden/data/%s", entries[i]));
+        if (src[0] != '/') { /* relative to the working folder: make it absolute for the link */
+            char cwd[512];
+            if (getcwd(cwd, sizeof cwd)) snprintf(src, sizeof src, "%s/%s", cwd, test_path("golden/data/%s", entries[i]));
+        }
+        snprintf(dst, sizeof dst, "%s/%s", dir, base ? base + 1 : entries[i]);
+        if (symlink(src, dst) != 0) return NULL;
+    }
+    return dir;
+}
+
+/* Invalid UTF-8 in the text, the instruction or the reference transcript is
+ * reported at its byte offset in what the caller gave, not in the chat
+ * template the library wraps it in. */
+static void test_utf8_offsets(void) {
+    qtts_model *m = NULL;
+    char err[1024];
+    const qtts_model_params p = no_codec_params();
+    qtts_status st = qtts_model_load(&m, test_path("golden/data/e2e_string"), &p, err, sizeof err);
+    qtts_context *ctx = NULL;
+    if (!st) st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    test_report("utf8/load_e2e", st == QTTS_OK, "status %d: %s", (int)st, err);
+    if (!st) {
+        int32_t *ids = NULL;
+        int n = 0;
+        st = qtts_tokenize(m, "abc\xff", &ids, &n, err, sizeof err);
+        CHECK("utf8/tokenize_offset", st == QTTS_ERR_INPUT && ids == NULL && strstr(err, "byte offset 3 ("),
+              "status %d, message \"%s\"", (int)st, err);
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.speaker = "vivian";
+        gp.max_new_tokens = 2;
+        gp.text = "abc\xff";
+        expect_gen("utf8/text_offset", ctx, &gp, QTTS_ERR_INPUT, "the text is not valid UTF-8", "byte offset 3 (");
+        gp.text = "Hello.";
+        gp.instruct = "calm\xc3";
+        expect_gen("utf8/instruct_offset", ctx, &gp, QTTS_ERR_INPUT, "the instruction is not valid UTF-8",
+                   "byte offset 4 (");
+    }
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+    ctx = NULL;
+    m = NULL;
+
+    /* the Base test checkpoint with the e2e case's tokenizer files */
+    static const char *const base_tok[] = {"base_clone/config.json",     "base_clone/generation_config.json",
+                                           "base_clone/model.safetensors", "base_clone/speech_tokenizer",
+                                           "e2e_string/vocab.json",      "e2e_string/merges.txt",
+                                           "e2e_string/tokenizer_config.json"};
+    const char *dir = link_folder("base_tok", base_tok, 7);
+    qtts_model_params bp = qtts_model_default_params(); /* with the codec: voices need its encoder */
+    st = dir ? qtts_model_load(&m, dir, &bp, err, sizeof err) : QTTS_ERR_IO;
+    if (!st) st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    test_report("utf8/load_base_with_tokenizer", st == QTTS_OK, "status %d: %s", (int)st, dir ? err : "no folder");
+    if (!st) {
+        float xvec[64];
+        for (int i = 0; i < 64; i++) xvec[i] = 0.01f * (float)i;
+        const int32_t ref[16] = {0};
+        qtts_gen_params gp = qtts_gen_default_params(m);
+        gp.text = "Hello.";
+        gp.xvector = xvec;
+        gp.ref_codes = ref;
+        gp.n_ref_frames = 1;
+        gp.ref_text = "ab\xed\xa0\x80"; /* a UTF-16 surrogate at byte 2 */
+        gp.max_new_tokens = 2;
+        expect_gen("utf8/ref_text_offset", ctx, &gp, QTTS_ERR_INPUT, "the reference transcript is not valid UTF-8",
+                   "byte offset 2 (");
+        float *pcm = malloc(sizeof(float) * 24000);
+        for (int i = 0; pcm && i < 24000; i++) pcm[i] = 0.3f * sinf(2.0f * 3.14159265f * 220.0f * (float)i / 24000.0f);
+        qtts_voice_params vp = qtts_voice_default_params();
+        vp.ref_text = "x\xff";
+        qtts_voice *v = NULL;
+        st = pcm ? qtts_voice_from_pcm(m, pcm, 24000, 24000, &vp, &v, err, sizeof err) : QTTS_ERR_NOMEM;
+        CHECK("utf8/voice_ref_text_offset",
+              st == QTTS_ERR_INPUT && v == NULL && strstr(err, "the reference transcript is not valid UTF-8") &&
+                  strstr(err, "byte offset 1 ("),
+              "status %d, message \"%s\"", (int)st, err);
+        qtts_voice_free(v);
+        free(pcm);
+    }
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
+/* A speaker name the checkpoint spells with capitals is listed as written
+ * and matched case-insensitively. */
+static void test_speaker_case(void) {
+    json_error_t je;
+    json_t *cfg = json_load_file(test_path("golden/data/custom_voice/config.json"), 0, &je);
+    json_t *spk = cfg ? json_object_get(json_object_get(cfg, "talker_config"), "spk_id") : NULL;
+    static const char *const links[] = {"custom_voice/generation_config.json", "custom_voice/model.safetensors"};
+    const char *dir = spk ? link_folder("speaker_case", links, 2) : NULL;
+    char path[700], err[1024] = "cannot write the folder";
+    int ok = dir && json_object_set_new(spk, "MyVoice", json_integer(3000)) == 0;
+    if (ok) {
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        ok = json_dump_file(cfg, path, JSON_INDENT(1)) == 0;
+    }
+    json_decref(cfg);
+    qtts_model *m = NULL;
+    const qtts_model_params p = no_codec_params();
+    qtts_status st = ok ? qtts_model_load(&m, dir, &p, err, sizeof err) : QTTS_ERR_IO;
+    test_report("speaker_case/load", st == QTTS_OK, "status %d: %s", (int)st, err);
+    if (st) return;
+    int found = -1;
+    for (int i = 0; i < qtts_model_n_speakers(m); i++)
+        if (!strcasecmp(qtts_model_speaker(m, i), "myvoice")) found = i;
+    CHECK("speaker_case/listed_as_written", found >= 0 && !strcmp(qtts_model_speaker(m, found), "MyVoice"),
+          "listed as \"%s\"", found >= 0 ? qtts_model_speaker(m, found) : "(missing)");
+    qtts_context *ctx = NULL;
+    st = qtts_context_new(m, NULL, &ctx, err, sizeof err);
+    const char *names[3] = {"MyVoice", "myvoice", "MYVOICE"};
+    for (int i = 0; !st && i < 3; i++) {
+        qtts_gen_params gp = valid_params(m);
+        gp.speaker = names[i];
+        int32_t *codes = NULL;
+        int n = 0;
+        qtts_status s = qtts_generate_codes(ctx, &gp, NULL, NULL, &codes, &n);
+        char name[64];
+        snprintf(name, sizeof name, "speaker_case/matched_%s", names[i]);
+        test_report(name, s == QTTS_OK && n >= 1, "status %d: %s", (int)s, qtts_context_last_error(ctx));
+        free(codes);
+    }
+    if (st) test_report("speaker_case/context", 0, "status %d: %s", (int)st, err);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
+}
+
 /* max_new_tokens at INT_MAX is a valid (if silly) request: sizing the cache
  * must not overflow an int (UBSan in `make debug-test` aborts on one, so this
  * runs last, after everything else has been checked under the sanitizers). */
@@ -621,7 +768,7 @@ static void test_int_max_tokens(void) {
     const qtts_model_params p = no_codec_params();
     qtts_status st = qtts_model_load(&m, test_path("golden/data/custom_voice"), &p, err, sizeof err);
     qtts_context *ctx = NULL;
-    if (st == QTTS_OK) st = qtts_context_new(m, NULL, &ctx);
+    if (st == QTTS_OK) st = qtts_context_new(m, NULL, &ctx, NULL, 0);
     if (st) {
         test_report("gen_max_new_tokens_int_max", 0, "load: %s", err);
         qtts_model_free(m);
@@ -647,6 +794,8 @@ int main(void) {
     test_broken_folders();
     test_custom_voice();
     test_base();
+    test_utf8_offsets();
+    test_speaker_case();
     nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     test_int_max_tokens();
     return test_finish();

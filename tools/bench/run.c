@@ -167,9 +167,10 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     qtts_context *ctx = NULL;
     qtts_context_params cp = qtts_context_default_params();
     if (rq->frames > 0) cp.n_ctx = rq->frames + 2048; /* prompt + frames: KV cache sized to the run */
-    qtts_status st = qtts_context_new(model, &cp, &ctx);
+    char why[sizeof out->err - sizeof "context: " + 1];
+    qtts_status st = qtts_context_new(model, &cp, &ctx, why, sizeof why);
     if (st) {
-        snprintf(out->err, sizeof out->err, "context: %s", qtts_status_str(st));
+        snprintf(out->err, sizeof out->err, "context: %s", why);
         m->status = st;
         return -1;
     }

@@ -100,8 +100,8 @@ int cmd_decode(int argc, char **argv, int first) {
     qtts_model_info info;
     qtts_model_get_info(m, &info);
     if ((rc = read_codes(o.codes_file, info.n_code_groups, &codes, &n_frames))) goto out;
-    if ((s = qtts_context_new(m, NULL, &ctx))) {
-        fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));
+    if ((s = qtts_context_new(m, NULL, &ctx, err, sizeof err))) {
+        fprintf(stderr, "qtts: %s\n", err);
         rc = cli_exit_code(s);
         goto out;
     }

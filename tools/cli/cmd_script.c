@@ -291,7 +291,7 @@ int cmd_script(int argc, char **argv, int first) {
         mp.log_user = &o.quiet;
         char err[1024];
         qtts_status s = qtts_model_load(&models[m], o.models[m], &mp, err, sizeof err);
-        if (!s) s = qtts_context_new(models[m], NULL, &ctxs[m]);
+        if (!s) s = qtts_context_new(models[m], NULL, &ctxs[m], err, sizeof err);
         if (s) {
             fprintf(stderr, "qtts: %s\n", err);
             rc = EXIT_MODEL;

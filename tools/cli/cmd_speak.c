@@ -201,8 +201,8 @@ int cmd_speak(int argc, char **argv, int first) {
     }
     gp.debug = &o.debug;
 
-    if ((s = qtts_context_new(m, NULL, &ctx))) {
-        fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));
+    if ((s = qtts_context_new(m, NULL, &ctx, err, sizeof err))) {
+        fprintf(stderr, "qtts: %s\n", err);
         rc = cli_exit_code(s);
         goto out;
     }

@@ -28,9 +28,9 @@ int cmd_tokenize(int argc, char **argv, int first) {
     }
     int32_t *ids = NULL;
     int n = 0;
-    s = qtts_tokenize(m, text, &ids, &n);
+    s = qtts_tokenize(m, text, &ids, &n, err, sizeof err);
     if (s) {
-        fprintf(stderr, "qtts: %s\n", qtts_model_last_error(m));
+        fprintf(stderr, "qtts: %s\n", err);
     } else {
         for (int i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
         printf("\n");

@@ -272,7 +272,7 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
     if (sp->sse) { /* usage.input_tokens */
         int32_t *ids = NULL;
         int n = 0;
-        if (!qtts_tokenize(s->model, j->text, &ids, &n)) sp->n_input_tokens = n;
+        if (!qtts_tokenize(s->model, j->text, &ids, &n, NULL, 0)) sp->n_input_tokens = n;
         free(ids);
     }
     rc = 0;
