@@ -202,12 +202,13 @@ debug-test:
 	@$(DEBUG_TEST_ENV) BUILD=build-debug sh tests/run_tests.sh $(patsubst tests/%.c,build-debug/tests/%,$(TEST_SRC)) $(TEST_SCRIPTS)
 
 # The server's engine and HTTP tests under ThreadSanitizer (data races
-# between the engine thread, the decode workers and the HTTP threads), the
-# pipeline's (a pool worker lent to the decoder beside generation), and one
-# model shared by four threads (tokenizing, making contexts, synthesizing).
+# between the engine thread, the decode threads and the HTTP threads), the
+# pipeline's (decode threads beside generation, a pool worker parked for
+# them; several streams batched), and one model shared by four threads
+# (tokenizing, making contexts, synthesizing).
 TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS := $(addprefix build-tsan/tests/server/,test_sched test_server test_load) \
-	$(addprefix build-tsan/tests/golden/,test_pipeline test_shared_model)
+	$(addprefix build-tsan/tests/golden/,test_pipeline test_batch test_shared_model)
 tsan-test:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="$(TSAN_SAN)" $(TSAN_TESTS)
 	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1}" BUILD=build-tsan sh tests/run_tests.sh $(TSAN_TESTS)
