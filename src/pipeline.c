@@ -25,7 +25,10 @@
  * step on all of the model's threads. A stream's first chunk is decoded on
  * the driving thread inside the step, as soon as its frames exist, when there
  * are no decode threads or it is the only stream stepped: the earliest first
- * audio, and nothing else waits for it.
+ * audio, and nothing else waits for it. For qtts_synthesize's one stream
+ * (solo) a decode thread takes each chunk in one call, and when a segment's
+ * generation ends its rest is decoded on the driving thread on all threads
+ * once the decode thread is done with the chunks before it.
  *
  * Thread safety: the driving thread steps a context (generation state) while
  * its decode thread decodes (codec state): disjoint parts of the context.
@@ -119,6 +122,8 @@ typedef struct dworker {
     dtask *lo, *lo_tail;      /* later chunks, in order */
     atomic_int n_hi;
     int stop;
+    int idle;                 /* waiting for tasks with no pool worker parked (guarded) */
+    pthread_cond_t idle_cv;   /* signalled when idle becomes 1 */
     float *pcm;               /* [MAX_CHUNK * spf] */
     float *pcm_urgent;        /* [MAX_CHUNK * spf] an urgent task run between two frames */
     pool_lend lend;
@@ -133,6 +138,8 @@ struct qtts_pipeline {
     int n_slots;
     slot *slots;
     int borrowed;             /* slots[0].ctx is the caller's */
+    int solo;                 /* qtts_synthesize's one stream: decode threads take whole chunks, and a
+                                 segment's rest is decoded on the driving thread on all threads */
     step_scratch ss;          /* own streams' step scratch */
     step_scratch *step_ss;
     qtts_context **cs;        /* [n_slots] streams of a step */
@@ -331,12 +338,13 @@ static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const o
     const int mine = slot_is_mine(p, sl, r, t->epoch); /* a task of a cancelled request may linger */
     const int live = mine && !atomic_load(&r->cancel) && !atomic_load(&sl->failed);
     if (live && t->n) {
-        /* A decode thread decodes frame by frame so that an urgent task waits
-         * at most one frame; on the driving thread nothing can arrive
-         * meanwhile, so the chunk goes in one call (the decoder's early
-         * stages are a few steps long per frame, its pre-transformer reads
-         * its weights once per call). */
-        const int per_call = w ? 1 : t->n;
+        /* A decode thread decodes frame by frame so that an urgent task
+         * waits at most one frame; on the driving thread, or for
+         * qtts_synthesize's one stream, nothing can arrive meanwhile, so the
+         * chunk goes in one call (the decoder's early stages are a few steps
+         * long per frame, its pre-transformer reads its weights once per
+         * call). */
+        const int per_call = w && !p->solo ? 1 : t->n;
         const double t0 = now_ms();
         int done = 0;
         codec_stream_set_ops(sl->ctx->codec, ops);
@@ -407,11 +415,17 @@ static void send_frames(qtts_pipeline *p, slot *sl, int final, int hi, int inlin
     t->final = final;
     sl->n_sent += t->n;
     sl->n_pending = 0;
-    if (p->n_workers == 0 || inline_now) {
+    dworker *w = p->n_workers ? worker_of(p, sl) : NULL;
+    if (w && final && p->solo) { /* the rest goes on all threads once the chunks before it are out */
+        pthread_mutex_lock(&w->mu);
+        while (!w->idle || w->hi || w->lo) pthread_cond_wait(&w->idle_cv, &w->mu);
+        pthread_mutex_unlock(&w->mu);
+        inline_now = 1;
+    }
+    if (!w || inline_now) {
         run_task(p, NULL, t, p->pcm_inline, &p->m->ops, 0);
         return;
     }
-    dworker *w = worker_of(p, sl);
     pthread_mutex_lock(&w->mu);
     dtask **head = hi ? &w->hi : &w->lo, **tail = hi ? &w->hi_tail : &w->lo_tail;
     if (*tail) (*tail)->next = t;
@@ -435,10 +449,15 @@ static void *worker_main(void *arg) {
             lent = 0;
             continue;
         }
+        if (!t) {
+            w->idle = 1;
+            pthread_cond_broadcast(&w->idle_cv);
+        }
         while (!t && !w->stop) {
             pthread_cond_wait(&w->cv, &w->mu);
             t = pop(w, 0);
         }
+        w->idle = 0;
         pthread_mutex_unlock(&w->mu);
         if (!t) break; /* stopping and nothing left */
         if (p->share && !lent) lent = pool_lend_take(&w->lend, &p->m->ops);
@@ -841,6 +860,7 @@ void qtts_pipeline_free(qtts_pipeline *p) {
         free(w->pcm_urgent);
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);
+        pthread_cond_destroy(&w->idle_cv);
     }
     for (int i = 0; p->slots && i < p->n_slots; i++) {
         slot *sl = &p->slots[i];
@@ -904,7 +924,7 @@ static qtts_status create(const qtts_model *m, qtts_context *borrowed, const qtt
                          ? QTTS_OK
                          : err_set(e, QTTS_ERR_NOMEM, "out of memory");
     if (!st && borrowed) {
-        p->borrowed = 1;
+        p->borrowed = p->solo = 1;
         p->step_ss = &borrowed->ss;
     } else if (!st) {
         st = step_scratch_init(&p->ss, m, p->n_slots, e);
@@ -934,6 +954,7 @@ static qtts_status create(const qtts_model *m, qtts_context *borrowed, const qtt
         w->p = p;
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cv, NULL);
+        pthread_cond_init(&w->idle_cv, NULL);
         atomic_init(&w->n_hi, 0);
         w->pcm = malloc(sizeof(float) * MAX_CHUNK * (size_t)p->spf);
         w->pcm_urgent = malloc(sizeof(float) * MAX_CHUNK * (size_t)p->spf);
