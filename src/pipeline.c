@@ -346,15 +346,19 @@ static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const o
          * call). */
         const int per_call = w && !p->solo ? 1 : t->n;
         const double t0 = now_ms();
-        int done = 0;
+        int done = 0, lost = 0;
         codec_stream_set_ops(sl->ctx->codec, ops);
         while (done < t->n) {
             if (done > 0 && w && !nested && atomic_load(&w->n_hi) > 0) {
                 run_urgent(p, w);
                 /* one of them may have been this request's last task (it was
                  * cancelled): then the slot is free, perhaps another's, and its
-                 * context is not ours to decode into */
-                if (atomic_load(&r->cancel) || !slot_is_mine(p, sl, r, t->epoch)) break;
+                 * context (its codec stream too) is not ours to touch */
+                if (!slot_is_mine(p, sl, r, t->epoch)) {
+                    lost = 1;
+                    break;
+                }
+                if (atomic_load(&r->cancel)) break;
                 codec_stream_set_ops(sl->ctx->codec, ops);
             }
             const int k = t->n - done < per_call ? t->n - done : per_call;
@@ -371,7 +375,7 @@ static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const o
             done += k;
             if (w && p->dbg.frame_decoded) p->dbg.frame_decoded(p->dbg.arg, sl->index, done, t->n);
         }
-        codec_stream_set_ops(sl->ctx->codec, NULL);
+        if (!lost) codec_stream_set_ops(sl->ctx->codec, NULL);
         if (done == t->n) {
             if (put_audio(p, r, pcm, (size_t)t->n * p->spf, 0, now_ms() - t0)) atomic_store(&sl->failed, 1);
         }
