@@ -551,6 +551,17 @@ int main(void) {
                      reused = metrics_value(t, "qtts_prompt_positions_reused_total");
         CHECK("metrics/voice_prefix_reused", pos > 0 && reused > 0 && reused < pos, "%.0f of %.0f prompt positions reused",
               reused, pos);
+        /* device time by phase: counted on a GPU backend, 0 on the CPU */
+        const char *ph[4] = {"prefill", "talker", "predictor", "sampling"};
+        int gpu_ok = 1;
+        char gn[96];
+        for (int i = 0; i < 4; i++) {
+            snprintf(gn, sizeof gn, "qtts_gpu_seconds_total{phase=\"%s\"}", ph[i]);
+            const double g = metrics_value(t, gn);
+            if (s->info.backend == QTTS_BACKEND_CPU ? g != 0 : !(g > 0)) gpu_ok = 0;
+        }
+        CHECK("metrics/gpu_seconds_by_phase", gpu_ok && strstr(t, "# TYPE qtts_gpu_seconds_total counter"),
+              "backend %s", qtts_backend_name(s->info.backend));
         free(t);
         server_stop(s);
     }

@@ -42,6 +42,7 @@ struct metrics {
     char info[512];
     char backend_labels[640];          /* backend="...",device="..." (escaped) */
     long long device_allocated, device_reserved;
+    double gpu_s[4];                   /* device time: prefill, talker, predictor, sampling */
 };
 
 metrics *metrics_new(void) {
@@ -190,6 +191,16 @@ void metrics_set_backend(metrics *m, const char *backend, const char *device) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_gpu(metrics *m, double prefill_s, double talker_s, double predictor_s, double sampling_s) {
+    if (!m) return;
+    pthread_mutex_lock(&m->mu);
+    m->gpu_s[0] += prefill_s;
+    m->gpu_s[1] += talker_s;
+    m->gpu_s[2] += predictor_s;
+    m->gpu_s[3] += sampling_s;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void metrics_set_device_bytes(metrics *m, long long allocated, long long reserved) {
     if (!m) return;
     pthread_mutex_lock(&m->mu);
@@ -255,6 +266,10 @@ char *metrics_render(metrics *m) {
             "# HELP qtts_device_bytes_reserved Device memory allocations the model holds (>= allocated; 0 on the CPU "
             "backend).\n# TYPE qtts_device_bytes_reserved gauge\nqtts_device_bytes_reserved %lld\n",
         m->device_allocated, m->device_reserved);
+    put(&b, "# HELP qtts_gpu_seconds_total Device time of finished requests by phase, from timestamp queries (0 on "
+            "the CPU backend).\n# TYPE qtts_gpu_seconds_total counter\n");
+    static const char *const phases[4] = {"prefill", "talker", "predictor", "sampling"};
+    for (int i = 0; i < 4; i++) put(&b, "qtts_gpu_seconds_total{phase=\"%s\"} %.6f\n", phases[i], m->gpu_s[i]);
     put(&b, "# HELP qtts_requests_total HTTP requests answered, by endpoint and status code.\n"
             "# TYPE qtts_requests_total counter\n");
     for (int i = 0; i < m->n_req; i++)

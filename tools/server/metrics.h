@@ -27,6 +27,8 @@ void metrics_step(metrics *m, int n_streams, int n_frames, double step_s, double
 /* n_prefills segment prefills (prompt + prefill + voice priming): seconds, prompt positions, of
  * them reused (voice prefix), all summed */
 void metrics_prefill(metrics *m, double s, int n_prompt, int n_reused, int n_prefills);
+/* device time of a finished request (qtts_stats.gpu_*_ms, seconds; all 0 on the CPU backend) */
+void metrics_gpu(metrics *m, double prefill_s, double talker_s, double predictor_s, double sampling_s);
 void metrics_decode(metrics *m, double s);  /* codec decoding (a decode worker) */
 void metrics_set_gauges(metrics *m, int queue_depth, int active_slots);
 void metrics_set_slots(metrics *m, int n_slots);

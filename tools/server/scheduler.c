@@ -244,6 +244,8 @@ static void on_done(const qtts_request_result *r, void *arg) {
     const char *msg = oom ? "out of memory buffering audio"
                       : r->status == QTTS_ERR_CANCELLED && stopping ? "the server is stopping" : r->error;
     job_finish(j, oom ? QTTS_ERR_NOMEM : r->status, msg, r->n_frames, r->stop_reason);
+    metrics_gpu(s->mx, r->stats.gpu_prefill_ms / 1000.0, r->stats.gpu_talker_ms / 1000.0,
+                r->stats.gpu_predictor_ms / 1000.0, r->stats.gpu_sampling_ms / 1000.0);
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->p.n_slots; i++)
         if (s->running[i] == j) s->running[i] = NULL;
