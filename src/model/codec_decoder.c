@@ -8,6 +8,7 @@
  * (QwenLM/Qwen3-TTS, qwen_tts/core/tokenizer_12hz/). */
 #include "backend/cpu/conv.h"
 #include "model/codec_decoder_impl.h"
+#include "model/codec_vulkan.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -465,6 +466,7 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pa
 
 void codec_decoder_free(codec_decoder *d) {
     if (!d) return;
+    cdv_free(d->dev);
     ops_free(&d->ops);
     for (int i = 0; i < d->n_owned; i++) free(d->owned[i]);
     free(d->owned);

@@ -109,6 +109,15 @@ qtts_status codec_stream_decode_from_stage(codec_stream *s, const char *stage, c
  * evaluated in double as Python does. Returns that count. */
 size_t codec_icl_cut_samples(int ref_frames, int total_frames, size_t n_samples);
 
+/* Decode on a Vulkan device: upload the weights to dev (borrowed; it must
+ * outlive the decoder or a later call with dev NULL, which drops the device
+ * copy). Streams created afterwards keep their state on the device and
+ * decode there (codec_stream_decode, reset, save and restore as before;
+ * traces, codec_stream_set_ops and codec_stream_decode_from_stage stay on
+ * the CPU). QTTS_ERR_UNSUPPORTED in a build without Vulkan. */
+struct vk_dev;
+qtts_status codec_decoder_use_vulkan(codec_decoder *d, struct vk_dev *dev, qtts_error *e);
+
 /* Compute threads for this decoder's kernels (default 1). Calls from several
  * threads at once stay correct (same bits); they just share the workers. */
 void codec_decoder_set_threads(codec_decoder *d, int n_threads);

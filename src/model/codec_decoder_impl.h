@@ -125,6 +125,8 @@ struct codec_decoder {
     codec_snake final_act; /* [DD >> n_blocks] */
     const float *final_w;  /* [1][DD >> n_blocks][7] causal */
     const float *final_b;  /* [1] */
+
+    struct cdv_model *dev; /* the weights on the Vulkan device (codec_decoder_use_vulkan), owned; NULL: CPU */
 };
 
 #endif

@@ -24,6 +24,7 @@
 #include "model/codec_decoder_impl.h"
 
 #include "backend/cpu/conv.h"
+#include "model/codec_vulkan.h"
 #include "util/huge_arena.h"
 
 #include <math.h>
@@ -39,6 +40,9 @@ struct codec_stream {
     int64_t pos;              /* frames decoded since reset = RoPE position of the next frame */
     codec_trace_fn trace;
     void *trace_user;
+    cdv_stream *dev;          /* the state on the Vulkan device (decoder with a device copy); else NULL */
+    int dev_reset;            /* the device state is to be zeroed before the next chunk */
+    qtts_error dev_err;       /* a failed device restore, reported by the next decode */
 
     /* persistent history, channel-major [C][hist] unless noted */
     float *state;             /* one allocation holding every tail below */
@@ -186,6 +190,13 @@ qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_er
         for (int r = 0; r < CODEC_N_RES; r++) s->ru_tail[b][r] = p, p += (size_t)bl->cout * 6 * bl->ru[r].dilation;
     }
     s->final_tail = p;
+    if (d->dev) {
+        qtts_status st = cdv_stream_new(d->dev, &s->dev, e);
+        if (st) {
+            codec_stream_free(s);
+            return st;
+        }
+    }
     codec_stream_reset(s);
     *out = s;
     return QTTS_OK;
@@ -196,10 +207,29 @@ void codec_stream_reset(codec_stream *s) {
     memset(s->state, 0, s->state_size * sizeof(float));
     s->kv_len = 0;
     s->pos = 0;
+    s->dev_reset = s->dev != NULL;
+    err_clear(&s->dev_err);
 }
 
 qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_error *e) {
     codec_snapshot_free(snap);
+    if (s->dev) {
+        size_t n;
+        int64_t pos;
+        cdv_stream_save(s->dev, NULL, &n, &pos, e);
+        snap->state = malloc(n * sizeof(float) + 1);
+        if (!snap->state) return err_set(e, QTTS_ERR_NOMEM, "out of memory saving the codec state");
+        qtts_status st = s->dev_reset ? QTTS_OK : cdv_stream_save(s->dev, snap->state, &n, &pos, e);
+        if (s->dev_reset) memset(snap->state, 0, n * sizeof(float)), pos = 0;
+        if (st) {
+            codec_snapshot_free(snap);
+            return st;
+        }
+        snap->n = n;
+        snap->d = s->d;
+        snap->pos = pos;
+        return QTTS_OK;
+    }
     snap->state = malloc(s->state_size * sizeof(float) + 1);
     if (!snap->state) return err_set(e, QTTS_ERR_NOMEM, "out of memory saving the codec state");
     memcpy(snap->state, s->state, s->state_size * sizeof(float));
@@ -211,6 +241,12 @@ qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_
 }
 
 void codec_stream_restore(codec_stream *s, const codec_snapshot *snap) {
+    if (s->dev) {
+        if (!snap->state || snap->d != s->d) return;
+        if (cdv_stream_restore(s->dev, snap->state, snap->n, snap->pos, &s->dev_err) == QTTS_OK) s->dev_reset = 0;
+        s->pos = snap->pos;
+        return;
+    }
     if (!snap->state || snap->d != s->d || snap->n != s->state_size) return;
     memcpy(s->state, snap->state, s->state_size * sizeof(float));
     s->pos = snap->pos;
@@ -231,6 +267,7 @@ void codec_snapshot_free(codec_snapshot *snap) {
 
 void codec_stream_free(codec_stream *s) {
     if (!s) return;
+    cdv_stream_free(s->dev);
     free(s->scratch);
     free(s->state);
     free(s->k_hist);
@@ -585,6 +622,15 @@ qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_fra
                                "must not reach the codec",
                                (int)v, t, q, c->codebook_size);
         }
+    if (s->dev) {
+        if (s->dev_err.status) return err_set(e, s->dev_err.status, "%s", s->dev_err.msg);
+        qtts_status st = s->dev_reset ? cdv_stream_reset(s->dev, e) : QTTS_OK;
+        if (st) return st;
+        s->dev_reset = 0;
+        st = cdv_stream_decode(s->dev, codes, n_frames, pcm, e);
+        if (!st) s->pos += n_frames;
+        return st;
+    }
     const int want = n_frames < CODEC_MAX_CHUNK_FRAMES ? n_frames : CODEC_MAX_CHUNK_FRAMES;
     qtts_status st = ensure_scratch(s, want, e);
     if (st != QTTS_OK) return st;
@@ -633,4 +679,10 @@ qtts_status codec_decode(const codec_decoder *d, const int32_t *codes, int n_fra
     st = codec_stream_decode(s, codes, n_frames, pcm, e);
     codec_stream_free(s);
     return st;
+}
+
+qtts_status codec_decoder_use_vulkan(codec_decoder *d, struct vk_dev *dev, qtts_error *e) {
+    cdv_free(d->dev);
+    d->dev = NULL;
+    return dev ? cdv_create(&d->dev, d, dev, e) : QTTS_OK;
 }

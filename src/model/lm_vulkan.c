@@ -329,6 +329,7 @@ void lmv_free(lmv_model *v) {
 }
 
 const qtts_device_info *lmv_device(const lmv_model *v) { return vk_dev_info(v->dev); }
+struct vk_dev *lmv_vk_dev(const lmv_model *v) { return v->dev; }
 int64_t lmv_bytes_allocated(const lmv_model *v) { return vk_dev_bytes_allocated(v->dev); }
 int64_t lmv_bytes_reserved(const lmv_model *v) { return vk_dev_bytes_reserved(v->dev); }
 
@@ -842,6 +843,7 @@ qtts_status lmv_create(lmv_model **out, const qtts_model *m, int device, qtts_er
 }
 void lmv_free(lmv_model *v) { (void)v; }
 const qtts_device_info *lmv_device(const lmv_model *v) { return NULL; }
+struct vk_dev *lmv_vk_dev(const lmv_model *v) { return NULL; }
 int64_t lmv_bytes_allocated(const lmv_model *v) { return 0; }
 int64_t lmv_bytes_reserved(const lmv_model *v) { return 0; }
 qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e) {

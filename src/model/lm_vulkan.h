@@ -24,6 +24,8 @@ typedef struct lmv_stream lmv_stream; /* one context's caches, state and recorde
 qtts_status lmv_create(lmv_model **out, const qtts_model *m, int device, qtts_error *e);
 void lmv_free(lmv_model *v);
 const qtts_device_info *lmv_device(const lmv_model *v);
+/* The Vulkan device itself (for the codec decoder on the same device). */
+struct vk_dev *lmv_vk_dev(const lmv_model *v);
 int64_t lmv_bytes_allocated(const lmv_model *v);
 int64_t lmv_bytes_reserved(const lmv_model *v);
 

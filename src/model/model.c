@@ -332,6 +332,11 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
             goto fail;
         }
         release_frame_mats(m);
+        /* the codec decoder on the same device */
+        if (m->codec && (s = codec_decoder_use_vulkan(m->codec, lmv_vk_dev(m->lmv), &e))) {
+            err_prefix(&e, "Vulkan backend, codec decoder: ");
+            goto fail;
+        }
     }
     m->lang_list[m->n_lang_list++] = "auto";
     for (int i = 0; i < m->cfg.n_langs; i++)
@@ -348,6 +353,7 @@ fail:
 
 void qtts_model_free(qtts_model *m) {
     if (!m) return;
+    if (m->codec) codec_decoder_use_vulkan(m->codec, NULL, NULL); /* before its device goes */
     lmv_free(m->lmv);
     free_quantized(m);
     talker_free(&m->talker);

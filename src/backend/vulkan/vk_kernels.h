@@ -194,4 +194,93 @@ typedef struct vk_pc_quantize_q8 {
  * Push constants: vk_pc_matmul (x_off, x_stride unused).
  * Dispatch (ceil(rows / VK_MATVEC_ROWS), 1, 1), any n. */
 
+/* ---- the codec decoder (src/model/codec_vulkan.c) ----
+ * Channel-major activations [C][T] (row stride per tensor), offsets and
+ * strides in floats; each op's exact definition is at the head of its
+ * shader. */
+
+/* conv1d_f32.comp: causal conv, stride 1, dilation, groups; flags
+ * VK_CONV_CLAMP. Bindings: 0 x, 1 w, 2 bias, 3 y.
+ * Dispatch (ceil(n / 64), cout, 1). */
+typedef struct vk_pc_conv1d {
+    uint32_t cin, cout, K, dil;
+    uint32_t groups, n, x_off, x_stride;
+    uint32_t y_off, y_stride, w_off, b_off;
+    uint32_t flags;
+} vk_pc_conv1d;
+#define VK_CONV_CLAMP 1u
+
+/* conv_transpose1d_f32.comp: output window [t0, t0 + n) of a transposed
+ * conv over t_in inputs. Bindings: 0 x, 1 w [cin][cout][K], 2 bias, 3 y.
+ * Dispatch (ceil(n / 64), cout, 1). */
+typedef struct vk_pc_conv_transpose1d {
+    uint32_t cin, cout, K, stride;
+    uint32_t t_in, t0, n, x_off;
+    uint32_t x_stride, y_off, y_stride, w_off;
+    uint32_t b_off;
+} vk_pc_conv_transpose1d;
+
+/* snake_f32.comp: y = x + inv_b sin(a x)^2 per channel.
+ * Bindings: 0 x, 1 params (a, inv_b), 2 y. Dispatch (ceil(n / 64), C, 1). */
+typedef struct vk_pc_snake {
+    uint32_t C, n, x_off, x_stride;
+    uint32_t y_off, y_stride, a_off, ib_off;
+} vk_pc_snake;
+
+/* copy2d_f32.comp: strided copy. Bindings: 0 src, 1 dst.
+ * Dispatch (ceil(cols / 64), rows, 1). */
+typedef struct vk_pc_copy2d {
+    uint32_t rows, cols, s_off, s_rs;
+    uint32_t s_cs, d_off, d_rs, d_cs;
+} vk_pc_copy2d;
+
+/* scale_add_f32.comp: y = a + (flags & VK_SA_SCALE ? g[c] : 1) b, strided.
+ * Bindings: 0 a, 1 b, 2 g, 3 y. Dispatch (ceil(cols / 64), rows, 1). */
+typedef struct vk_pc_scale_add {
+    uint32_t rows, cols, a_off, a_rs;
+    uint32_t a_cs, b_off, b_rs, b_cs;
+    uint32_t y_off, y_rs, y_cs, g_off;
+    uint32_t flags;
+} vk_pc_scale_add;
+#define VK_SA_SCALE 1u
+
+/* layernorm_f32.comp: rows of C. Bindings: 0 x, 1 params (w, b), 2 y.
+ * Dispatch (n, 1, 1). */
+typedef struct vk_pc_layernorm {
+    uint32_t C, n, x_off, y_off;
+    uint32_t w_off, b_off;
+    float eps;
+} vk_pc_layernorm;
+
+/* gelu_f32.comp: exact GELU in place. Bindings: 0 x.
+ * Dispatch (ceil(count / 256), 1, 1). */
+typedef struct vk_pc_gelu {
+    uint32_t count, x_off;
+} vk_pc_gelu;
+
+/* codebook_f32.comp: split-RVQ lookup. Bindings: 0 codebooks [Q][size][V],
+ * 1 codes int [n][Q], 2 out (first, rest). Dispatch (ceil(V / 64), n, 1). */
+typedef struct vk_pc_codebook {
+    uint32_t V, Q, size, n;
+    uint32_t codes_off, first_off, rest_off;
+} vk_pc_codebook;
+
+/* rope_ring_f32.comp: RoPE of q (in place) and k, k and v into ring slots.
+ * Bindings: 0 q, 1 k, 2 v, 3 rope [n][hd], 4 kr, 5 vr, 6 ctl (uint, ctl[0] =
+ * position of row 0). Dispatch (n, 1, 1). */
+typedef struct vk_pc_rope_ring {
+    uint32_t n, nh, nkv, hd;
+    uint32_t ring, cache_off, q_off, k_off;
+    uint32_t v_off;
+} vk_pc_rope_ring;
+
+/* attention_window_f32.comp: sliding-window attention over the ring.
+ * Bindings: 0 q, 1 kr, 2 vr, 3 out, 4 ctl. Dispatch (nh, n, 1). */
+typedef struct vk_pc_attention_window {
+    uint32_t n, nh, nkv, hd;
+    uint32_t window, ring, cache_off, q_off;
+    uint32_t o_off;
+    float scale;
+} vk_pc_attention_window;
+
 #endif
