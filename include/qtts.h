@@ -75,7 +75,8 @@ typedef enum qtts_weight_type {
 } qtts_weight_type;
 
 /* Where the language model (prefill, talker, code predictor, sampling) runs.
- * The codec decoder and the encoders run on the CPU on every backend. */
+ * On Vulkan the codec decoder runs on the device too; the codec and speaker
+ * encoders (once per cloned voice) run on the CPU on every backend. */
 typedef enum qtts_backend {
     QTTS_BACKEND_CPU = 0,    /* the CPU kernels (scalar reference or the best SIMD table) */
     QTTS_BACKEND_VULKAN = 1  /* Vulkan compute on a GPU (or Mesa's lavapipe on the CPU) */

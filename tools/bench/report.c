@@ -104,7 +104,7 @@ static const char *definitions =
     "the peak to the current RSS, so weights that earlier runs made resident count on every row, none rows "
     "included. Each figure is the median [p95] of the measured runs (min/max in JSON and CSV); the cold run (the "
     "first run after loading a configuration: page-in, allocator growth) is on its own line. Backend = where the "
-    "language model runs (qtts_model_params.backend; the codec decoder is on the CPU on every backend); on a GPU "
+    "language model and the codec decoder run (qtts_model_params.backend); on a GPU "
     "backend the GPU columns are the device time of each phase from timestamp queries (qtts_stats.gpu_*: prefill "
     "ms; talker steps, code predictor passes and sampling ms per frame), and device memory allocated / reserved is "
     "the most qtts_model_info reported at the end of a run, its context still alive.";

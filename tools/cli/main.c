@@ -74,7 +74,7 @@ void cli_usage(void) {
         "other:\n"
         "  --threads N                compute threads (default 1)\n"
         "  --backend cpu|vulkan       where the language model runs (default: cpu, or $QTTS_BACKEND when set);\n"
-        "                             the codec decoder runs on the CPU either way\n"
+        "                             the codec decoder runs there too\n"
         "  --device N                 device index of the backend, as qtts info --backend lists them (default 0,\n"
         "                             or $QTTS_DEVICE when set)\n"
         "  --weights native|q8|q4     talker (and code predictor) matrices in memory: as stored (BF16), int8 or\n"
