@@ -82,6 +82,8 @@ void step_scratch_free(step_scratch *s) {
     free(s->c0e);
     free(s->frames);
     free(s->agree);
+    for (int i = 0; i < s->n_lmvb; i++) lmv_batch_free(s->lmvb[i]);
+    free(s->lmvb);
     memset(s, 0, sizeof *s);
 }
 
@@ -584,51 +586,100 @@ static int deliver(qtts_context *c, const int32_t *fr, int G, double *t_cb) {
     return 0;
 }
 
-/* gen_step on the Vulkan device: each stream's frame is one submission
- * (streams one after another; batched device steps are not built). */
-static void gen_step_vulkan(qtts_context **cs, int n) {
+/* After a stream's frame on the Vulkan device: its share of the step's
+ * times, then the stop rules and the delivery, as on the CPU. wall: the
+ * host time of the submission that made it, shared by `share` streams. */
+static void vulkan_after_frame(qtts_context *c, qtts_status st, const int32_t *fr, const int *agree,
+                               const lmv_times *t, double wall, int share) {
+    gen_state *g = &c->gs;
+    const int G = c->model->cfg.n_code_groups;
+    /* one submission: its wall time split in the proportion of the device's
+       phase times (all of it to the talker without timestamps), and all of
+       it evenly over the streams it served */
+    const double gpu = t->talker + t->predictor + t->sampling, part = gpu > 0 ? t->predictor / gpu : 0;
+    c->stats.predictor_ms += wall * part / share;
+    c->stats.talker_ms += wall * (1 - part) / share;
+    c->stats.gpu_talker_ms += t->talker / share;
+    c->stats.gpu_predictor_ms += t->predictor / share;
+    c->stats.gpu_sampling_ms += t->sampling / share;
+    if (st) {
+        finish(c, st);
+        return;
+    }
+    const int k = g->k;
+    const int teach = g->dbg.teacher_codes && k < g->dbg.n_teacher_frames;
+    if (teach) {
+        c->stats.teacher_frames++;
+        c->stats.teacher_agree[0] += agree[0];
+    }
+    if (c->trace && c->trace->on_talker_token) c->trace->on_talker_token(k, fr[0], c->trace->user);
+    const int why = stop_reason_for(c, fr[0], 1);
+    if (why >= 0) {
+        c->stop_reason = (qtts_stop_reason)why;
+        finish(c, QTTS_OK);
+        return;
+    }
+    if (teach)
+        for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += agree[q];
+    double t_cb = 0;
+    if (deliver(c, fr, G, &t_cb)) return;
+    g->k++;
+}
+
+/* gen_step on the Vulkan device: the untraced active streams in groups of
+ * up to LMV_BATCH_MAX, each group's frame one submission (lmv_batch_frame:
+ * bit for bit each stream's frame alone); a group of one, and a traced
+ * stream, through lmv_frame. Group i keeps its own batch (and recording),
+ * so a steady set of streams replays its recordings frame after frame. */
+static void gen_step_vulkan(qtts_context **cs, int n, step_scratch *ss) {
+    const int G = cs[0]->model->cfg.n_code_groups;
+    qtts_context *grp[LMV_BATCH_MAX];
+    lmv_stream *ls[LMV_BATCH_MAX];
+    int32_t fr[LMV_BATCH_MAX * 64];
+    int agree[LMV_BATCH_MAX * 64];
+    int n_plain = 0;
+    for (int i = 0; i < n; i++) n_plain += cs[i]->gs.active && !cs[i]->trace;
+    /* balanced groups: ceil(n_plain / LMV_BATCH_MAX) of them */
+    const int n_grp = n_plain >= 2 ? (n_plain + LMV_BATCH_MAX - 1) / LMV_BATCH_MAX : 0;
+    if (n_grp > ss->n_lmvb) {
+        struct lmv_batch **p = realloc(ss->lmvb, sizeof *p * n_grp);
+        if (p) {
+            for (int i = ss->n_lmvb; i < n_grp; i++) p[i] = NULL;
+            ss->lmvb = p;
+            ss->n_lmvb = n_grp;
+        }
+    }
+    int next = 0; /* the first stream not yet stepped */
+    for (int gi = 0; gi < n_grp; gi++) {
+        const int want = n_plain / n_grp + (gi < n_plain % n_grp);
+        int m = 0;
+        for (; next < n && m < want; next++)
+            if (cs[next]->gs.active && !cs[next]->trace) {
+                grp[m] = cs[next];
+                ls[m++] = cs[next]->lmv;
+            }
+        if (!m) break; /* the rest left during the step */
+        qtts_error *e = &grp[0]->gs.err;
+        qtts_status st = gi < ss->n_lmvb ? QTTS_OK : err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        if (!st && !ss->lmvb[gi]) st = lmv_batch_new(cs[0]->model->lmv, &ss->lmvb[gi], e);
+        const double t0 = now_ms();
+        lmv_times t;
+        memset(&t, 0, sizeof t);
+        if (!st) st = lmv_batch_frame(ss->lmvb[gi], ls, m, fr, agree, &t, e);
+        const double wall = now_ms() - t0;
+        for (int j = 0; j < m; j++) {
+            if (st && j > 0) err_set(&grp[j]->gs.err, st, "%s", e->msg);
+            vulkan_after_frame(grp[j], st, fr + j * G, agree + j * G, &t, wall, m);
+        }
+    }
     for (int i = 0; i < n; i++) {
         qtts_context *c = cs[i];
-        gen_state *g = &c->gs;
-        if (!g->active) continue;
-        const int G = c->model->cfg.n_code_groups;
+        if (!c->gs.active || (n_grp && !c->trace)) continue;
         const double t0 = now_ms();
-        int32_t fr[64];
-        int agree[64];
         lmv_times t;
         const lmv_trace lt = vulkan_trace(c->trace, c);
-        qtts_status st = lmv_frame(c->lmv, c->trace ? &lt : NULL, fr, agree, &t, &g->err);
-        const double t1 = now_ms();
-        /* one submission: its wall time split in the proportion of the
-           device's phase times (all of it to the talker without timestamps) */
-        const double gpu = t.talker + t.predictor + t.sampling, share = gpu > 0 ? t.predictor / gpu : 0;
-        c->stats.predictor_ms += (t1 - t0) * share;
-        c->stats.talker_ms += (t1 - t0) * (1 - share);
-        c->stats.gpu_talker_ms += t.talker;
-        c->stats.gpu_predictor_ms += t.predictor;
-        c->stats.gpu_sampling_ms += t.sampling;
-        if (st) {
-            finish(c, st);
-            continue;
-        }
-        const int k = g->k;
-        const int teach = g->dbg.teacher_codes && k < g->dbg.n_teacher_frames;
-        if (teach) {
-            c->stats.teacher_frames++;
-            c->stats.teacher_agree[0] += agree[0];
-        }
-        if (c->trace && c->trace->on_talker_token) c->trace->on_talker_token(k, fr[0], c->trace->user);
-        const int why = stop_reason_for(c, fr[0], 1);
-        if (why >= 0) {
-            c->stop_reason = (qtts_stop_reason)why;
-            finish(c, QTTS_OK);
-            continue;
-        }
-        if (teach)
-            for (int q = 1; q < G && q < 64; q++) c->stats.teacher_agree[q] += agree[q];
-        double t_cb = 0;
-        if (deliver(c, fr, G, &t_cb)) continue;
-        g->k++;
+        qtts_status st = lmv_frame(c->lmv, c->trace ? &lt : NULL, fr, agree, &t, &c->gs.err);
+        vulkan_after_frame(c, st, fr, agree, &t, now_ms() - t0, 1);
     }
 }
 
@@ -637,7 +688,7 @@ static int vulkan_go_on(int c0, void *user) { return stop_reason_for(user, c0, 0
 void gen_step(qtts_context **cs, int n, step_scratch *ss) {
     if (n <= 0) return;
     if (cs[0]->lmv) {
-        gen_step_vulkan(cs, n);
+        gen_step_vulkan(cs, n, ss);
         return;
     }
     const qtts_model *m = cs[0]->model;

@@ -36,6 +36,9 @@ typedef struct step_scratch {
     float *c0e;        /* [max][H] codebook-0 embeddings */
     int32_t *frames;   /* [max][G] */
     int *agree;        /* [max][G] */
+    struct lmv_batch **lmvb; /* Vulkan: the batched frames of the step's groups of up to LMV_BATCH_MAX
+                                streams (made when first needed), each keeping its recording */
+    int n_lmvb;
 } step_scratch;
 
 qtts_status step_scratch_init(step_scratch *s, const qtts_model *m, int max_streams, qtts_error *e);

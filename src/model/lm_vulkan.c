@@ -109,12 +109,22 @@ struct lmv_stream {
                             block scales and sums [2][VK_MATVEC_MAX_N][kpad_max/32] (dp4) */
     vk_cmd *frame;       /* the recorded frame */
     int frame_ok;        /* recorded for the current buffers and request */
+    uint64_t gen;        /* changes whenever a recording of this stream's frame goes stale
+                            (unique over all streams: a batch's recording keys on it) */
     vk_cmd *aux;         /* prefill and traced phases */
     qtts_sampling sp_talker, sp_pred;
     int P, nq;
     int k;               /* frames submitted since the prefill */
     int max_pos;         /* positions the request may write (prompt + frames + 1) */
 };
+
+/* Recordings that bind this stream's buffers (its own frame, any batch's)
+ * are stale: its buffers or the request's recorded parameters changed. */
+static void invalidate(lmv_stream *s) {
+    static uint64_t next_gen = 1;
+    s->frame_ok = 0;
+    s->gen = __atomic_fetch_add(&next_gen, 1, __ATOMIC_RELAXED);
+}
 
 /* ------------------------------------------------------------ upload */
 
@@ -363,6 +373,7 @@ qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e) 
     lmv_stream *s = calloc(1, sizeof *s);
     if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     s->v = v;
+    invalidate(s);
     vk_dev *d = v->dev;
     const tf_config *tc = &v->talker.cfg, *cc = &v->cp.cfg;
     const size_t ckv = (size_t)cc->n_layers * (v->n_groups + 1) * cc->n_kv_heads * cc->head_dim;
@@ -405,11 +416,17 @@ void lmv_stream_free(lmv_stream *s) {
 /* ------------------------------------------------------------ recording */
 
 /* A recording in progress. Traced: `flush` submits what was recorded, waits
- * and starts a new recording, so the host can read the results so far. */
+ * and starts a new recording, so the host can read the results so far.
+ * s: the stream of a single-stream recording (NULL for a batch); xq, xs:
+ * the int8 activation scratch of the dp4 products; vec_any: weight products
+ * through the matvec shaders whatever n (a batch's, so that each row's
+ * result is the one its stream gets alone). */
 typedef struct rec {
+    const lmv_model *v;
     lmv_stream *s;
+    const vk_buf *xq, *xs;
     vk_cmd *cmd;
-    int traced;
+    int traced, vec_any;
     qtts_status err;
     qtts_error *e;
 } rec;
@@ -423,12 +440,12 @@ static int flush(rec *r) {
 }
 
 static void rd(rec *r, const vk_buf *b, size_t off_floats, float *dst, size_t n) {
-    if (!r->err) r->err = vk_buf_download(r->s->v->dev, b, off_floats * sizeof(float), dst, n * sizeof(float), r->e);
+    if (!r->err) r->err = vk_buf_download(r->v->dev, b, off_floats * sizeof(float), dst, n * sizeof(float), r->e);
 }
 
 static vk_kernel *kern(rec *r, const char *name) {
     vk_kernel *k = NULL;
-    if (!r->err) r->err = vk_kernel_get(r->s->v->dev, name, NULL, 0, &k, r->e);
+    if (!r->err) r->err = vk_kernel_get(r->v->dev, name, NULL, 0, &k, r->e);
     return r->err ? NULL : k;
 }
 
@@ -444,21 +461,20 @@ static void dispatch(rec *r, const char *shader, const vk_binding *b, int nb, co
 /* Y[i] (+)= W X[i] (+ bias) for n rows. */
 static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const vk_buf *Y, uint32_t y_off, int n,
                int acc, const uint32_t *bias_off) {
-    const lmv_model *v = r->s->v;
+    const lmv_model *v = r->v;
     vk_pc_matmul pc = {(uint32_t)W->rows, (uint32_t)W->cols, (uint32_t)n, (uint32_t)W->kpad, x_off, (uint32_t)W->cols,
                        y_off, (uint32_t)W->rows, bias_off ? *bias_off : 0,
                        (bias_off ? VK_MM_BIAS : 0u) | (acc ? VK_MM_ACC : 0u)};
     const vk_binding b[6] = {B(&W->data), B(W->scales.buf ? &W->scales : NULL), B(W->mins.buf ? &W->mins : NULL),
                              B(X), B(Y), B(&v->small)};
     char name[32];
-    const int vec = n <= VK_MATVEC_MAX_N;
+    const int vec = n <= VK_MATVEC_MAX_N || r->vec_any;
     if (vec && v->dp4 && (W->fmt == FMT_Q8 || W->fmt == FMT_Q4M)) {
-        lmv_stream *s = r->s;
         const vk_pc_quantize_q8 qp = {(uint32_t)W->cols, (uint32_t)W->kpad, (uint32_t)n, x_off, (uint32_t)W->cols};
-        const vk_binding qb[3] = {B(X), B(&s->xq), B(&s->xs)};
+        const vk_binding qb[3] = {B(X), B(r->xq), B(r->xs)};
         dispatch(r, "quantize_q8", qb, 3, &qp, sizeof qp, CEILDIV(W->kpad / 32, 64), n);
         const vk_binding db[7] = {B(&W->data), B(W->scales.buf ? &W->scales : NULL), B(W->mins.buf ? &W->mins : NULL),
-                                  B(&s->xq), B(Y), B(&v->small), B(&s->xs)};
+                                  B(r->xq), B(Y), B(&v->small), B(r->xs)};
         dispatch(r, W->fmt == FMT_Q8 ? "matvec_q8_dp4" : "matvec_q4m_dp4", db, 7, &pc, sizeof pc,
                  CEILDIV(W->rows, VK_MATVEC_ROWS), 1);
         return;
@@ -471,7 +487,7 @@ static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const 
 static void rmsnorm(rec *r, const vk_buf *x, uint32_t x_off, const vk_buf *y, uint32_t y_off, uint32_t g_off, int H,
                     int n, float eps) {
     vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, x_off, y_off, g_off, eps};
-    const vk_binding b[3] = {B(x), B(&r->s->v->small), B(y)};
+    const vk_binding b[3] = {B(x), B(&r->v->small), B(y)};
     dispatch(r, "rmsnorm", b, 3, &pc, sizeof pc, n, 1);
 }
 
@@ -482,40 +498,46 @@ static void embed(rec *r, const lmv_table *t, uint32_t table_off, const vk_buf *
     dispatch(r, t->bf16 ? "embed_bf16" : "embed_f32", b, 3, &pc, sizeof pc, CEILDIV(t->cols, 256), 1);
 }
 
-/* Where the rows of a forward sit: positions pos0 + i, or the stream's
- * position from the state (pos_state). */
+/* Where one stream's rows of a forward sit: positions pos0 + i, or the
+ * stream's position from its state st (pos_state); its caches. */
 typedef struct fwd_pos {
     uint32_t pos0, pos_state;
-    const vk_buf *kc, *vc, *rope;
+    const vk_buf *kc, *vc, *rope, *st;
     int cap;
 } fwd_pos;
 
-/* All layers on a->x rows [0, n) (residual stream, in place). on_layer:
- * traced prefill: read x back after each layer. */
-static void forward(rec *r, const lmv_tf *w, lmv_act *a, int n, const fwd_pos *fp, const lmv_trace *tr,
+/* All layers on a->x rows [0, ns * rows) (residual stream, in place): ns
+ * streams of `rows` consecutive rows each, stream j's at fp[j]. The weight
+ * products take all rows at once; RoPE, the cache store and attention are
+ * per stream. on_layer: traced prefill: read x back after each layer. */
+static void forward(rec *r, const lmv_tf *w, lmv_act *a, int ns, int rows, const fwd_pos *fp, const lmv_trace *tr,
                     float *layer_buf) {
-    const lmv_model *v = r->s->v;
+    const lmv_model *v = r->v;
     const tf_config *c = &w->cfg;
     const uint32_t H = c->hidden, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, kvd = nkv * hd;
+    const int n = ns * rows;
     for (int l = 0; l < c->n_layers; l++) {
         const lmv_layer *L = &w->layers[l];
-        const uint32_t cache_off = (uint32_t)((size_t)l * fp->cap * kvd);
         rmsnorm(r, &a->x, 0, &a->xn, 0, L->attn_norm, H, n, c->eps);
         mm(r, &L->wq, &a->xn, 0, &a->q, 0, n, 0, NULL);
         mm(r, &L->wk, &a->xn, 0, &a->k, 0, n, 0, NULL);
         mm(r, &L->wv, &a->xn, 0, &a->v, 0, n, 0, NULL);
-        {
-            vk_pc_qk_rope pc = {(uint32_t)n, nh, nkv, hd, fp->pos0, fp->pos_state, cache_off, L->q_norm,
-                                L->k_norm, 0, 0, 0, c->eps};
-            const vk_binding b[8] = {B(&a->q), B(&a->k), B(&a->v), B(&v->small), B(fp->rope), B(fp->kc), B(fp->vc),
-                                     B(&r->s->st)};
-            dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, n, 1);
+        for (int j = 0; j < ns; j++) {
+            const fwd_pos *f = &fp[j];
+            const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
+            vk_pc_qk_rope pc = {(uint32_t)rows, nh, nkv, hd, f->pos0, f->pos_state, cache_off, L->q_norm,
+                                L->k_norm, row * nh * hd, row * kvd, row * kvd, c->eps};
+            const vk_binding b[8] = {B(&a->q), B(&a->k), B(&a->v), B(&v->small), B(f->rope), B(f->kc), B(f->vc),
+                                     B(f->st)};
+            dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, rows, 1);
         }
-        {
-            vk_pc_attention pc = {(uint32_t)n, nh, nkv, hd, fp->pos0, fp->pos_state, cache_off, 0, 0,
-                                  1.0f / sqrtf((float)hd)};
-            const vk_binding b[5] = {B(&a->q), B(fp->kc), B(fp->vc), B(&a->att), B(&r->s->st)};
-            dispatch(r, "attention", b, 5, &pc, sizeof pc, nh, n);
+        for (int j = 0; j < ns; j++) {
+            const fwd_pos *f = &fp[j];
+            const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
+            vk_pc_attention pc = {(uint32_t)rows, nh, nkv, hd, f->pos0, f->pos_state, cache_off, row * nh * hd,
+                                  row * nh * hd, 1.0f / sqrtf((float)hd)};
+            const vk_binding b[5] = {B(&a->q), B(f->kc), B(f->vc), B(&a->att), B(f->st)};
+            dispatch(r, "attention", b, 5, &pc, sizeof pc, nh, rows);
         }
         mm(r, &L->wo, &a->att, 0, &a->x, 0, n, 1, NULL);
         rmsnorm(r, &a->x, 0, &a->xn, 0, L->ffn_norm, H, n, c->eps);
@@ -539,9 +561,9 @@ static void timestamp(rec *r, int q) {
 }
 
 /* Draw codebook `group` from logits (row at 0) with sp. */
-static void sample(rec *r, const vk_buf *logits, int V, const qtts_sampling *sp, int group, int mark_seen) {
-    lmv_stream *s = r->s;
-    vk_pc_sample pc = {(uint32_t)V, 0, (uint32_t)(sp->do_sample != 0), (uint32_t)(sp->top_k > 0 ? sp->top_k : 0),
+static void sample(rec *r, lmv_stream *s, const vk_buf *logits, uint32_t logits_off, int V, const qtts_sampling *sp,
+                   int group, int mark_seen) {
+    vk_pc_sample pc = {(uint32_t)V, logits_off, (uint32_t)(sp->do_sample != 0), (uint32_t)(sp->top_k > 0 ? sp->top_k : 0),
                        sp->temperature, sp->top_p, (uint32_t)group, (uint32_t)(s->v->n_groups + 1),
                        (uint32_t)mark_seen};
     const vk_binding b[4] = {B(logits), B(&s->st), B(&s->teach), B(&s->seen)};
@@ -573,7 +595,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         rd(r, &s->logits, 0, tmp, V);
         if (!r->err) tr->on_talker_logits(k, tmp, V, tr->user);
     }
-    sample(r, &s->logits, V, &s->sp_talker, 0, 1);
+    sample(r, s, &s->logits, 0, V, &s->sp_talker, 0, 1);
     timestamp(r, Q_SAMPLE0_END);
     if (tr && tr->go_on && !flush(r)) {
         uint32_t c0 = 0;
@@ -590,14 +612,14 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         if (!r->err) tr->on_cp_inputs(tmp, H, tr->cp_user);
     }
     const tf_config *cc = &v->cp.cfg;
-    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, v->n_groups + 1};
+    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, &s->st, v->n_groups + 1};
     for (int g = 0; g < v->n_groups; g++) {
         const int n = g == 0 ? 2 : 1;
         if (g > 0) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->cp_in, 0, 0);
         if (v->has_proj) mm(r, &v->proj, &s->cp_in, 0, &s->ca.x, 0, n, 0, &v->proj_b);
         else vk_cmd_copy(r->cmd, &s->cp_in, 0, &s->ca.x, 0, sizeof(float) * n * H);
         fp.pos0 = g == 0 ? 0 : (uint32_t)(g + 1);
-        forward(r, &v->cp, &s->ca, n, &fp, NULL, NULL);
+        forward(r, &v->cp, &s->ca, 1, n, &fp, NULL, NULL);
         rmsnorm(r, &s->ca.x, (uint32_t)((n - 1) * Hc), &s->cp_y, 0, v->cp.final_norm, Hc, 1, cc->eps);
         mm(r, &v->heads[g], &s->cp_y, 0, &s->cp_logits, 0, 1, 0, NULL);
         if (tr && tr->on_cp_logits && !flush(r)) {
@@ -605,7 +627,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
             if (!r->err) tr->on_cp_logits(g, tmp, Vc, tr->cp_user);
         }
         timestamp(r, Q_CP_SAMPLE + 2 * g);
-        sample(r, &s->cp_logits, Vc, &s->sp_pred, g + 1, 0);
+        sample(r, s, &s->cp_logits, 0, Vc, &s->sp_pred, g + 1, 0);
         timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
     }
     timestamp(r, Q_CP_END);
@@ -616,8 +638,8 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         const lmv_table qt = {s->queue, s->queue_rows, H, 0};
         embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &s->ta.x, 0, 1);
     }
-    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, s->cap};
-    forward(r, &v->talker, &s->ta, 1, &tp, NULL, NULL);
+    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+    forward(r, &v->talker, &s->ta, 1, 1, &tp, NULL, NULL);
     rmsnorm(r, &s->ta.x, 0, &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     {
         vk_pc_advance pc = {0};
@@ -640,7 +662,7 @@ static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, int keep, q
     if (rows > s->ta.rows) {
         if (rows < 2 * s->ta.rows) rows = 2 * s->ta.rows;
         if ((st = act_init(d, &s->ta, tc, rows, e))) return st;
-        s->frame_ok = 0;
+        invalidate(s);
     }
     if (cap <= s->cap) return QTTS_OK;
     if (cap < s->cap + s->cap / 2) cap = s->cap + s->cap / 2;
@@ -676,7 +698,7 @@ static qtts_status ensure_capacity(lmv_stream *s, int cap, int rows, int keep, q
     s->vc = vc;
     s->rope = rope;
     s->cap = cap;
-    s->frame_ok = 0;
+    invalidate(s);
     return QTTS_OK;
 fail:
     vk_buf_free(d, &kc);
@@ -705,7 +727,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         int rows = q->n_queue + 1 < 64 ? 64 : q->n_queue + 1;
         if ((st = vk_buf_alloc(d, &s->queue, sizeof(float) * H * (size_t)rows, 0, e))) return st;
         s->queue_rows = rows;
-        s->frame_ok = 0;
+        invalidate(s);
     }
     if (q->n_queue && (st = vk_buf_upload(d, &s->queue, 0, q->queue, sizeof(float) * H * (size_t)q->n_queue, e)))
         return st;
@@ -718,7 +740,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         int words = nt * G > 64 ? nt * G : 64;
         if ((st = vk_buf_alloc(d, &s->teach, sizeof(uint32_t) * words, 0, e))) return st;
         s->teach_cap = words;
-        s->frame_ok = 0;
+        invalidate(s);
     }
     if (nt && (st = vk_buf_upload(d, &s->teach, 0, q->teacher, sizeof(int32_t) * nt * (size_t)G, e))) return st;
     uint32_t words[VK_ST_WORDS];
@@ -735,9 +757,9 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         (st = vk_buf_upload(d, &s->ta.x, 0, q->embeds + (size_t)L * H, sizeof(float) * H * (size_t)n, e)))
         return st;
     /* the frame's recording depends on the sampling parameters and the queue length */
-    if (s->frame_ok && (memcmp(&s->sp_talker, q->talker, sizeof s->sp_talker) ||
-                        memcmp(&s->sp_pred, q->predictor, sizeof s->sp_pred) || s->nq != q->n_queue))
-        s->frame_ok = 0;
+    if (memcmp(&s->sp_talker, q->talker, sizeof s->sp_talker) || memcmp(&s->sp_pred, q->predictor, sizeof s->sp_pred) ||
+        s->nq != q->n_queue)
+        invalidate(s);
     s->sp_talker = *q->talker;
     s->sp_pred = *q->predictor;
     s->nq = q->n_queue;
@@ -749,14 +771,14 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         layer_buf = malloc(sizeof(float) * H * (size_t)P);
         if (!layer_buf) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
-    rec r = {s, s->aux, tr != NULL, QTTS_OK, e};
+    rec r = {v, s, &s->xq, &s->xs, s->aux, tr != NULL, 0, QTTS_OK, e};
     if ((st = vk_cmd_begin(s->aux, e))) {
         free(layer_buf);
         return st;
     }
     vk_cmd_timestamp(s->aux, 0);
-    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, s->cap};
-    forward(&r, &v->talker, &s->ta, n, &fp, tr, layer_buf);
+    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+    forward(&r, &v->talker, &s->ta, 1, n, &fp, tr, layer_buf);
     rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(n - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     vk_cmd_timestamp(s->aux, 1);
     free(layer_buf);
@@ -766,18 +788,34 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     return QTTS_OK;
 }
 
+/* Before a frame of s: room in the cache for the position its talker step
+ * writes (P + k), then count the frame. */
+static qtts_status frame_begin(lmv_stream *s, qtts_error *e) {
+    if (s->P + s->k + 1 > s->cap) {
+        int cap = 2 * s->cap < s->max_pos ? 2 * s->cap : s->max_pos;
+        if (cap < s->P + s->k + 1) cap = s->P + s->k + 1;
+        qtts_status st = ensure_capacity(s, cap, 0, s->P + s->k, e);
+        if (st) return st;
+    }
+    s->k++;
+    return QTTS_OK;
+}
+
+/* The phase times of a submitted recorded frame (its timestamps). */
+static void frame_times(vk_cmd *c, int n_groups, lmv_times *t) {
+    double cps = 0;
+    for (int g = 0; g < n_groups; g++) cps += vk_cmd_elapsed_ms(c, Q_CP_SAMPLE + 2 * g, Q_CP_SAMPLE + 2 * g + 1);
+    t->sampling = vk_cmd_elapsed_ms(c, Q_HEAD_END, Q_SAMPLE0_END) + cps;
+    t->predictor = vk_cmd_elapsed_ms(c, Q_CP_START, Q_CP_END) - cps;
+    t->talker = vk_cmd_elapsed_ms(c, Q_FRAME_START, Q_HEAD_END) + vk_cmd_elapsed_ms(c, Q_CP_END, Q_STEP_END);
+}
+
 qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
     const lmv_model *v = s->v;
     const int G = v->n_groups + 1;
     qtts_status st;
     memset(t, 0, sizeof *t);
-    /* this frame's talker step writes position P + k */
-    if (s->P + s->k + 1 > s->cap) {
-        int cap = 2 * s->cap < s->max_pos ? 2 * s->cap : s->max_pos;
-        if (cap < s->P + s->k + 1) cap = s->P + s->k + 1;
-        if ((st = ensure_capacity(s, cap, 0, s->P + s->k, e))) return st;
-    }
-    s->k++;
+    if ((st = frame_begin(s, e))) return st;
     const int traced = tr && (tr->on_step_hidden || tr->on_talker_logits || tr->on_cp_inputs || tr->on_cp_logits);
     if (traced) {
         const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab;
@@ -789,7 +827,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
             free(tmp);
             return st;
         }
-        rec r = {s, s->aux, 1, QTTS_OK, e};
+        rec r = {v, s, &s->xq, &s->xs, s->aux, 1, 0, QTTS_OK, e};
         if ((st = vk_cmd_begin(s->aux, e))) {
             free(tmp);
             return st;
@@ -801,7 +839,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
             return st;
     } else {
         if (!s->frame_ok) {
-            rec r = {s, s->frame, 0, QTTS_OK, e};
+            rec r = {v, s, &s->xq, &s->xs, s->frame, 0, 0, QTTS_OK, e};
             if ((st = vk_cmd_begin(s->frame, e))) return st;
             record_frame(&r, NULL, 0, NULL);
             if (r.err) return r.err;
@@ -809,14 +847,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
             s->frame_ok = 1;
         }
         if ((st = vk_cmd_submit(s->frame, e)) || (st = vk_cmd_wait(s->frame, e))) return st;
-        double samp = vk_cmd_elapsed_ms(s->frame, Q_HEAD_END, Q_SAMPLE0_END);
-        double cps = 0;
-        for (int g = 0; g < v->n_groups; g++)
-            cps += vk_cmd_elapsed_ms(s->frame, Q_CP_SAMPLE + 2 * g, Q_CP_SAMPLE + 2 * g + 1);
-        t->sampling = samp + cps;
-        t->predictor = vk_cmd_elapsed_ms(s->frame, Q_CP_START, Q_CP_END) - cps;
-        t->talker = vk_cmd_elapsed_ms(s->frame, Q_FRAME_START, Q_HEAD_END) +
-                    vk_cmd_elapsed_ms(s->frame, Q_CP_END, Q_STEP_END);
+        frame_times(s->frame, v->n_groups, t);
     }
     const uint32_t *w = s->rb.map;
     uint32_t words[VK_ST_WORDS];
@@ -827,6 +858,190 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
     for (int g = 0; g < G; g++) {
         codes[g] = (int32_t)w[VK_ST_CODES + g];
         if (agree) agree[g] = (int)w[VK_ST_AGREE + g];
+    }
+    return QTTS_OK;
+}
+
+/* ------------------------------------------------------------ batches */
+
+/* One frame of B streams in one submission (lm_vulkan.h lmv_batch_frame).
+ * The rows of the step live in the batch's own activation buffers, stream
+ * j's at row j (the predictor's first pass: rows 2j, 2j + 1), so each
+ * weight product reads its matrix once for all B rows; what touches a
+ * stream's state (its y, processors and draws, embeddings by its codes,
+ * RoPE, cache store and attention over its caches, advance) is dispatched
+ * per stream with that stream's buffers. Every weight product goes through
+ * the matvec shaders (vec_any), whose rows are computed independently of n,
+ * and every per-row op (rmsnorm, swiglu, embed) is per row, so each
+ * stream's values are, bit for bit, those of its frame alone (lmv_frame).
+ * The recording binds the member streams' buffers, so it is kept for one
+ * ordered set of streams and made again when the set or a member's buffers
+ * or recorded parameters change (stream gen): with continuous batching the
+ * set changes only when a request joins or leaves, a few times over
+ * hundreds of frames, and recording costs one frame's host time. */
+struct lmv_batch {
+    const lmv_model *v;
+    lmv_act ta, ca;        /* talker scratch [LMV_BATCH_MAX] rows, predictor [2 LMV_BATCH_MAX] */
+    vk_buf y;              /* [B][H] post-norm hidden rows */
+    vk_buf logits;         /* [B][V] */
+    vk_buf cp_in;          /* [2B][H] predictor inputs in talker width */
+    vk_buf cp_y;           /* [B][Hc] */
+    vk_buf cp_logits;      /* [B][Vc] */
+    vk_buf xq, xs;         /* dp4 activation scratch for 2 LMV_BATCH_MAX rows */
+    vk_cmd *frame;
+    int n;                 /* streams of the recording (0: none) */
+    uint64_t gen[LMV_BATCH_MAX];
+};
+
+void lmv_batch_free(lmv_batch *b) {
+    if (!b) return;
+    vk_dev *d = b->v->dev;
+    vk_cmd_free(b->frame);
+    act_free(d, &b->ta);
+    act_free(d, &b->ca);
+    vk_buf *bs[] = {&b->y, &b->logits, &b->cp_in, &b->cp_y, &b->cp_logits, &b->xq, &b->xs};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
+    free(b);
+}
+
+qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
+    *out = NULL;
+    lmv_batch *b = calloc(1, sizeof *b);
+    if (!b) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    b->v = v;
+    vk_dev *d = v->dev;
+    const tf_config *tc = &v->talker.cfg, *cc = &v->cp.cfg;
+    const size_t M = LMV_BATCH_MAX;
+    qtts_status st = act_init(d, &b->ta, tc, (int)M, e);
+    if (!st) st = act_init(d, &b->ca, cc, (int)(2 * M), e);
+    if (!st) st = vk_buf_alloc(d, &b->y, sizeof(float) * M * tc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &b->logits, sizeof(float) * M * tc->vocab, 0, e);
+    if (!st) st = vk_buf_alloc(d, &b->cp_in, sizeof(float) * 2 * M * tc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &b->cp_y, sizeof(float) * M * cc->hidden, 0, e);
+    if (!st) st = vk_buf_alloc(d, &b->cp_logits, sizeof(float) * M * cc->vocab, 0, e);
+    if (!st && v->dp4) st = vk_buf_alloc(d, &b->xq, 2 * M * v->kpad_max, 0, e);
+    if (!st && v->dp4) st = vk_buf_alloc(d, &b->xs, sizeof(float) * 2 * 2 * M * (v->kpad_max / 32), 0, e);
+    if (!st) st = vk_cmd_new(d, &b->frame, e);
+    if (st) {
+        lmv_batch_free(b);
+        return st;
+    }
+    *out = b;
+    return QTTS_OK;
+}
+
+/* The frame of streams ss[0..n) (record_frame's dataflow, row j for ss[j]). */
+static void record_batch(rec *r, lmv_batch *b, lmv_stream *const *ss, int n) {
+    const lmv_model *v = b->v;
+    const qtts_config *cfg = &v->m->cfg;
+    const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab, Hc = v->cp.cfg.hidden, Vc = v->cp.cfg.vocab;
+    const int G = v->n_groups + 1;
+    const size_t fH = sizeof(float) * H;
+    fwd_pos fp[LMV_BATCH_MAX];
+    timestamp(r, Q_FRAME_START);
+    for (int j = 0; j < n; j++) vk_cmd_copy(r->cmd, &ss[j]->y, 0, &b->y, fH * j, fH);
+    /* codebook 0 */
+    mm(r, &v->codec_head, &b->y, 0, &b->logits, 0, n, 0, NULL);
+    timestamp(r, Q_HEAD_END);
+    for (int j = 0; j < n; j++) {
+        lmv_stream *s = ss[j];
+        vk_cmd_copy(r->cmd, &b->logits, sizeof(float) * V * j, &s->logits, 0, sizeof(float) * V);
+        vk_pc_logits_talker pc = {(uint32_t)V, (uint32_t)cfg->codec_eos, 2, (uint32_t)cfg->cp.vocab,
+                                  s->sp_talker.repetition_penalty};
+        const vk_binding bb[3] = {B(&s->logits), B(&s->seen), B(&s->st)};
+        dispatch(r, "logits_talker", bb, 3, &pc, sizeof pc, CEILDIV(V, 256), 1);
+        sample(r, s, &s->logits, 0, V, &s->sp_talker, 0, 1);
+    }
+    timestamp(r, Q_SAMPLE0_END);
+    /* code predictor: per stream rows y and codec_embedding[c0] at positions 0, 1 */
+    timestamp(r, Q_CP_START);
+    for (int j = 0; j < n; j++) {
+        vk_cmd_copy(r->cmd, &b->y, fH * j, &b->cp_in, fH * 2 * j, fH);
+        embed(r, &v->ce, 0, &ss[j]->st, VK_ST_CODES, 0, 0xffffffffu, &b->cp_in, (uint32_t)((2 * j + 1) * H), 0);
+        fp[j] = (fwd_pos){0, 0, &ss[j]->ckc, &ss[j]->cvc, &v->cp_rope, &ss[j]->st, v->n_groups + 1};
+    }
+    const tf_config *cc = &v->cp.cfg;
+    for (int g = 0; g < v->n_groups; g++) {
+        const int rows = g == 0 ? 2 : 1;
+        if (g > 0)
+            for (int j = 0; j < n; j++)
+                embed(r, &v->cpe[g - 1], 0, &ss[j]->st, VK_ST_CODES + g, 0, 0xffffffffu, &b->cp_in, (uint32_t)(j * H),
+                      0);
+        if (v->has_proj) mm(r, &v->proj, &b->cp_in, 0, &b->ca.x, 0, n * rows, 0, &v->proj_b);
+        else vk_cmd_copy(r->cmd, &b->cp_in, 0, &b->ca.x, 0, fH * n * rows);
+        for (int j = 0; j < n; j++) fp[j].pos0 = g == 0 ? 0 : (uint32_t)(g + 1);
+        forward(r, &v->cp, &b->ca, n, rows, fp, NULL, NULL);
+        if (rows == 1) rmsnorm(r, &b->ca.x, 0, &b->cp_y, 0, v->cp.final_norm, Hc, n, cc->eps);
+        else
+            for (int j = 0; j < n; j++)
+                rmsnorm(r, &b->ca.x, (uint32_t)((2 * j + 1) * Hc), &b->cp_y, (uint32_t)(j * Hc), v->cp.final_norm, Hc,
+                        1, cc->eps);
+        mm(r, &v->heads[g], &b->cp_y, 0, &b->cp_logits, 0, n, 0, NULL);
+        timestamp(r, Q_CP_SAMPLE + 2 * g);
+        for (int j = 0; j < n; j++)
+            sample(r, ss[j], &b->cp_logits, (uint32_t)(j * Vc), Vc, &ss[j]->sp_pred, g + 1, 0);
+        timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
+    }
+    timestamp(r, Q_CP_END);
+    /* the next talker inputs: frame embedding + next text vector (or tts_pad) */
+    for (int j = 0; j < n; j++) {
+        lmv_stream *s = ss[j];
+        const uint32_t o = (uint32_t)(j * H);
+        embed(r, &v->ce, 0, &s->st, VK_ST_CODES, 0, 0xffffffffu, &b->ta.x, o, 0);
+        for (int g = 1; g < G; g++)
+            embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &b->ta.x, o, 1);
+        const lmv_table qt = {s->queue, s->queue_rows, H, 0};
+        embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &b->ta.x, o, 1);
+        fp[j] = (fwd_pos){0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+    }
+    forward(r, &v->talker, &b->ta, n, 1, fp, NULL, NULL);
+    rmsnorm(r, &b->ta.x, 0, &b->y, 0, v->talker.final_norm, H, n, v->talker.cfg.eps);
+    for (int j = 0; j < n; j++) {
+        vk_cmd_copy(r->cmd, &b->y, fH * j, &ss[j]->y, 0, fH);
+        vk_pc_advance pc = {0};
+        const vk_binding bb[1] = {B(&ss[j]->st)};
+        dispatch(r, "advance", bb, 1, &pc, sizeof pc, 1, 1);
+    }
+    timestamp(r, Q_STEP_END);
+    for (int j = 0; j < n; j++)
+        vk_cmd_copy(r->cmd, &ss[j]->st, 0, &ss[j]->rb, 0, sizeof(uint32_t) * VK_ST_WORDS);
+}
+
+qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
+                            qtts_error *e) {
+    const lmv_model *v = b->v;
+    const int G = v->n_groups + 1;
+    qtts_status st;
+    memset(t, 0, sizeof *t);
+    if (n < 1 || n > LMV_BATCH_MAX)
+        return err_set(e, QTTS_ERR_INVALID_ARG, "a batched frame takes 1 to %d streams, not %d", LMV_BATCH_MAX, n);
+    for (int j = 0; j < n; j++) {
+        if (ss[j]->v != v) return err_set(e, QTTS_ERR_INVALID_ARG, "a batched frame's streams share its model");
+        for (int i = 0; i < j; i++)
+            if (ss[i] == ss[j]) return err_set(e, QTTS_ERR_INVALID_ARG, "a stream appears twice in a batched frame");
+    }
+    for (int j = 0; j < n; j++)
+        if ((st = frame_begin(ss[j], e))) return st;
+    int same = b->n == n;
+    for (int j = 0; same && j < n; j++) same = b->gen[j] == ss[j]->gen;
+    if (!same) {
+        b->n = 0;
+        rec r = {v, NULL, &b->xq, &b->xs, b->frame, 0, 1, QTTS_OK, e};
+        if ((st = vk_cmd_begin(b->frame, e))) return st;
+        record_batch(&r, b, ss, n);
+        if (r.err) return r.err;
+        if ((st = vk_cmd_end(b->frame, e))) return st;
+        for (int j = 0; j < n; j++) b->gen[j] = ss[j]->gen;
+        b->n = n;
+    }
+    if ((st = vk_cmd_submit(b->frame, e)) || (st = vk_cmd_wait(b->frame, e))) return st;
+    frame_times(b->frame, v->n_groups, t);
+    for (int j = 0; j < n; j++) {
+        const uint32_t *w = ss[j]->rb.map;
+        for (int g = 0; g < G; g++) {
+            codes[j * G + g] = (int32_t)w[VK_ST_CODES + g];
+            if (agree) agree[j * G + g] = (int)w[VK_ST_AGREE + g];
+        }
     }
     return QTTS_OK;
 }
@@ -855,6 +1070,15 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *r, const lmv_trace *tr
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
 }
 qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
+    *out = NULL;
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+void lmv_batch_free(lmv_batch *b) { (void)b; }
+qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
+                            qtts_error *e) {
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
 }
 qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e) {

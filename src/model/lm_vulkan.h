@@ -80,6 +80,24 @@ typedef struct lmv_times {
  * The talker step for the next frame runs in the same submission. */
 qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e);
 
+/* A batched frame: one submission makes the next frame of up to
+ * LMV_BATCH_MAX streams (each with its own caches, position, processors and
+ * draws), reading each per-frame weight matrix once for all of them. Each
+ * stream's codes, and so its audio, are bit for bit those lmv_frame gives it
+ * alone, whichever streams share the batch. The batch owns the step's
+ * activation rows and one recorded frame, kept while the ordered set of
+ * streams and their buffers stay the same and made again when they change.
+ * Untraced streams of one model only. */
+typedef struct lmv_batch lmv_batch;
+#define LMV_BATCH_MAX 8 /* VK_MATVEC_MAX_N: the matvec shaders' fast case */
+qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e);
+void lmv_batch_free(lmv_batch *b);
+/* Frame of each of ss[0..n), 1 <= n <= LMV_BATCH_MAX, distinct streams:
+ * codes[j * G .. j * G + G) and agree (optional) as lmv_frame's for ss[j];
+ * t: the phase times of the whole submission. */
+qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
+                            qtts_error *e);
+
 /* qtts_backend_devices for Vulkan. */
 qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e);
 
