@@ -109,7 +109,7 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
     test_report(name, !st, "%s", st ? e.msg : "");
     /* together: each step, the active streams (joined, not done) in a
        order rotating every third step, cut into groups of at most `cap`
-       (cap cycling 8, 3, 1, 5 every third step), each group one batched
+       (cap cycling 3, 8, 1, 5 every third step), each group one batched
        frame; streams leave when done */
     lmv_batch *bt[N_STREAMS] = {0};
     int done[N_STREAMS] = {0}, fi[N_STREAMS] = {0}, bad = 0, groups = 0, max_b = 0;
@@ -131,7 +131,7 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
             if (!left) break;
             continue;
         }
-        const int caps[4] = {8, 3, 1, 5}, cap = caps[(step / 3) % 4];
+        const int caps[4] = {3, 8, 1, 5}, cap = caps[(step / 3) % 4];
         for (int g0 = 0, gi = 0; g0 < na && !st; g0 += cap, gi++) {
             const int nb = na - g0 < cap ? na - g0 : cap;
             int32_t codes[LMV_BATCH_MAX * G_MAX];
@@ -157,13 +157,13 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
         /* one frame of 4 streams: batched (recorded), and one after another */
         for (int i = 0; i < 4 && !st; i++) st = prefill(ss[i], &defs[i], &ins[i], G, &e);
         int32_t codes[LMV_BATCH_MAX * G_MAX];
-        lmv_times t;
         double tb = 1e30, ts = 1e30;
+        lmv_times pb = {0}, p1 = {0}; /* device phase times: the batch's, one stream's */
         for (int rep = 0; rep < 4 && !st; rep++) {
             double t0 = now_ms();
-            st = lmv_batch_frame(bt[0], ss, 4, codes, NULL, &t, &e);
+            st = lmv_batch_frame(bt[0], ss, 4, codes, NULL, &pb, &e);
             double t1 = now_ms();
-            for (int i = 0; i < 4 && !st; i++) st = lmv_frame(ss[i], NULL, codes, NULL, &t, &e);
+            for (int i = 0; i < 4 && !st; i++) st = lmv_frame(ss[i], NULL, codes, NULL, &p1, &e);
             double t2 = now_ms();
             if (rep > 0) { /* the first records both */
                 if (t1 - t0 < tb) tb = t1 - t0;
@@ -175,6 +175,11 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
         if (!st)
             fprintf(stderr, "# %s on %s: one frame of 4 streams batched %.1f ms, 4 frames one after another %.1f ms (%.2fx)\n",
                     pfx, lmv_device(m->lmv)->name, tb, ts, ts / tb);
+        if (!st)
+            fprintf(stderr,
+                    "# %s device ms talker / predictor / sampling: batch of 4 %.1f / %.1f / %.1f, one stream "
+                    "%.1f / %.1f / %.1f\n",
+                    pfx, pb.talker, pb.predictor, pb.sampling, p1.talker, p1.predictor, p1.sampling);
     }
     for (int i = 0; i < N_STREAMS; i++) lmv_batch_free(bt[i]);
     for (int i = 0; i < N_STREAMS; i++) {
