@@ -848,6 +848,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
         }
         if ((st = vk_cmd_submit(s->frame, e)) || (st = vk_cmd_wait(s->frame, e))) return st;
         frame_times(s->frame, v->n_groups, t);
+        vk_cmd_counts(s->frame, &t->dispatches, &t->copies);
     }
     const uint32_t *w = s->rb.map;
     uint32_t words[VK_ST_WORDS];
@@ -1036,6 +1037,7 @@ qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t 
     }
     if ((st = vk_cmd_submit(b->frame, e)) || (st = vk_cmd_wait(b->frame, e))) return st;
     frame_times(b->frame, v->n_groups, t);
+    vk_cmd_counts(b->frame, &t->dispatches, &t->copies);
     for (int j = 0; j < n; j++) {
         const uint32_t *w = ss[j]->rb.map;
         for (int g = 0; g < G; g++) {

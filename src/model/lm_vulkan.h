@@ -69,9 +69,11 @@ typedef struct lmv_request {
 /* Prefill the prompt (positions 0..n_pos-1) and set up the generation. */
 qtts_status lmv_prefill(lmv_stream *s, const lmv_request *r, const lmv_trace *tr, double *gpu_ms, qtts_error *e);
 
-/* GPU time of the last frame's phases (ms). */
+/* GPU time of the last frame's phases (ms), and the dispatches and copies
+ * of its recording (the length of its dependent chain; 0 when traced). */
 typedef struct lmv_times {
     double talker, predictor, sampling;
+    int dispatches, copies;
 } lmv_times;
 
 /* Make frame k (the k-th call since lmv_prefill): codes[G] get the frame

@@ -154,6 +154,19 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
     test_report(name, !st && !bad, "%s%d frames differ (%d batched frames, up to %d streams)", st ? e.msg : "", bad,
                 groups, max_b);
     if (timing && !st) {
+        /* the recording's length: dispatches and copies of one frame, alone and batched */
+        int32_t cc[LMV_BATCH_MAX * G_MAX];
+        lmv_times pc1 = {0}, pcb[3] = {{0}};
+        const int bs[3] = {1, 4, LMV_BATCH_MAX};
+        for (int i = 0; i < LMV_BATCH_MAX && !st; i++) st = prefill(ss[i], &defs[i], &ins[i], G, &e);
+        if (!st) st = lmv_frame(ss[0], NULL, cc, NULL, &pc1, &e);
+        for (int i = 0; i < 3 && !st; i++) st = lmv_batch_frame(bt[i + 1], ss, bs[i], cc, NULL, &pcb[i], &e);
+        if (!st)
+            fprintf(stderr,
+                    "# %s dispatches + copies per frame: alone %d + %d; batched B = 1: %d + %d, B = 4: %d + %d, "
+                    "B = %d: %d + %d\n",
+                    pfx, pc1.dispatches, pc1.copies, pcb[0].dispatches, pcb[0].copies, pcb[1].dispatches,
+                    pcb[1].copies, LMV_BATCH_MAX, pcb[2].dispatches, pcb[2].copies);
         /* one frame of 4 streams: batched (recorded), and one after another */
         for (int i = 0; i < 4 && !st; i++) st = prefill(ss[i], &defs[i], &ins[i], G, &e);
         int32_t codes[LMV_BATCH_MAX * G_MAX];

@@ -114,6 +114,9 @@ void vk_cmd_dispatch(vk_cmd *c, vk_kernel *k, const vk_binding *b, int nb, const
                      uint32_t gx, uint32_t gy, uint32_t gz);
 /* Copy bytes between buffers inside the recording (with barriers). */
 void vk_cmd_copy(vk_cmd *c, const vk_buf *src, size_t src_off, const vk_buf *dst, size_t dst_off, size_t n);
+/* The dispatches and copies recorded since vk_cmd_begin: each one a link
+ * of the recording's dependent chain (every one ends in a barrier). */
+void vk_cmd_counts(const vk_cmd *c, int *dispatches, int *copies);
 /* Write timestamp query q (0 <= q < VK_MAX_QUERIES) after all earlier work.
  * Ignored when the queue has no timestamps. */
 #define VK_MAX_QUERIES 128

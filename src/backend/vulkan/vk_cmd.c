@@ -26,6 +26,7 @@ struct vk_cmd {
     int ran;                       /* the recording has been submitted and waited for */
     VkPipeline bound;              /* pipeline bound last in this recording */
     uint8_t ts_written[VK_MAX_QUERIES];
+    int n_dispatch, n_copy;        /* dispatches and copies recorded since vk_cmd_begin */
     qtts_error err;                /* the first recording error (sticky until vk_cmd_begin) */
 };
 
@@ -105,6 +106,7 @@ qtts_status vk_cmd_begin(vk_cmd *c, qtts_error *e) {
     err_clear(&c->err);
     c->recording = c->recorded = c->ran = 0;
     c->bound = VK_NULL_HANDLE;
+    c->n_dispatch = c->n_copy = 0;
     memset(c->ts_written, 0, sizeof c->ts_written);
     VkResult r = vkResetCommandBuffer(c->cb, 0);
     if (r != VK_SUCCESS) return vk_fail(e, r, "vkResetCommandBuffer");
@@ -256,6 +258,7 @@ void vk_cmd_dispatch(vk_cmd *c, vk_kernel *k, const vk_binding *b, int nb, const
     }
     vkCmdDispatch(c->cb, gx, gy, gz);
     work_barrier(c->cb);
+    c->n_dispatch++;
 }
 
 void vk_cmd_copy(vk_cmd *c, const vk_buf *src, size_t src_off, const vk_buf *dst, size_t dst_off, size_t n) {
@@ -270,6 +273,12 @@ void vk_cmd_copy(vk_cmd *c, const vk_buf *src, size_t src_off, const vk_buf *dst
     VkBufferCopy rg = {.srcOffset = src_off, .dstOffset = dst_off, .size = n};
     vkCmdCopyBuffer(c->cb, src->buf, dst->buf, 1, &rg);
     work_barrier(c->cb);
+    c->n_copy++;
+}
+
+void vk_cmd_counts(const vk_cmd *c, int *dispatches, int *copies) {
+    *dispatches = c->n_dispatch;
+    *copies = c->n_copy;
 }
 
 void vk_cmd_timestamp(vk_cmd *c, int q) {
