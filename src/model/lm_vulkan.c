@@ -499,17 +499,23 @@ static void embed(rec *r, const lmv_table *t, uint32_t table_off, const vk_buf *
 }
 
 /* Where one stream's rows of a forward sit: positions pos0 + i, or the
- * stream's position from its state st (pos_state); its caches. */
+ * stream's position from its state st (pos_state); its caches (layer l at
+ * l * cap * kvd). stride (fp[0] only): nonzero when all the forward's
+ * streams share fp[0]'s caches, stream j's starting stride floats after
+ * stream j - 1's, with positions from pos0 (not pos_state): then one
+ * qk_rope and one attention dispatch per layer serve every stream. */
 typedef struct fwd_pos {
     uint32_t pos0, pos_state;
     const vk_buf *kc, *vc, *rope, *st;
     int cap;
+    uint32_t stride;
 } fwd_pos;
 
 /* All layers on a->x rows [0, ns * rows) (residual stream, in place): ns
  * streams of `rows` consecutive rows each, stream j's at fp[j]. The weight
- * products take all rows at once; RoPE, the cache store and attention are
- * per stream. on_layer: traced prefill: read x back after each layer. */
+ * products take all rows at once; RoPE, the cache store and attention run
+ * once over all streams when their caches share a buffer (fp[0].stride),
+ * else per stream. on_layer: traced prefill: read x back after each layer. */
 static void forward(rec *r, const lmv_tf *w, lmv_act *a, int ns, int rows, const fwd_pos *fp, const lmv_trace *tr,
                     float *layer_buf) {
     const lmv_model *v = r->v;
@@ -522,22 +528,26 @@ static void forward(rec *r, const lmv_tf *w, lmv_act *a, int ns, int rows, const
         mm(r, &L->wq, &a->xn, 0, &a->q, 0, n, 0, NULL);
         mm(r, &L->wk, &a->xn, 0, &a->k, 0, n, 0, NULL);
         mm(r, &L->wv, &a->xn, 0, &a->v, 0, n, 0, NULL);
-        for (int j = 0; j < ns; j++) {
+        /* per dispatch: streams j0 .. j0 + nj (all of them when they share caches) */
+        const int nj = fp[0].stride ? ns : 1;
+        for (int j = 0; j < ns; j += nj) {
             const fwd_pos *f = &fp[j];
             const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
-            vk_pc_qk_rope pc = {(uint32_t)rows, nh, nkv, hd, f->pos0, f->pos_state, cache_off, L->q_norm,
-                                L->k_norm, row * nh * hd, row * kvd, row * kvd, c->eps};
+            const uint32_t nr = (uint32_t)(nj * rows);
+            vk_pc_qk_rope pc = {nr, nh, nkv, hd, f->pos0, f->pos_state, cache_off, L->q_norm,
+                                L->k_norm, row * nh * hd, row * kvd, row * kvd, c->eps, (uint32_t)rows, f->stride};
             const vk_binding b[8] = {B(&a->q), B(&a->k), B(&a->v), B(&v->small), B(f->rope), B(f->kc), B(f->vc),
                                      B(f->st)};
-            dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, rows, 1);
+            dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, nr, 1);
         }
-        for (int j = 0; j < ns; j++) {
+        for (int j = 0; j < ns; j += nj) {
             const fwd_pos *f = &fp[j];
             const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
-            vk_pc_attention pc = {(uint32_t)rows, nh, nkv, hd, f->pos0, f->pos_state, cache_off, row * nh * hd,
-                                  row * nh * hd, 1.0f / sqrtf((float)hd)};
+            const uint32_t nr = (uint32_t)(nj * rows);
+            vk_pc_attention pc = {nr, nh, nkv, hd, f->pos0, f->pos_state, cache_off, row * nh * hd,
+                                  row * nh * hd, 1.0f / sqrtf((float)hd), (uint32_t)rows, f->stride};
             const vk_binding b[5] = {B(&a->q), B(f->kc), B(f->vc), B(&a->att), B(f->st)};
-            dispatch(r, "attention", b, 5, &pc, sizeof pc, nh, rows);
+            dispatch(r, "attention", b, 5, &pc, sizeof pc, nh, nr);
         }
         mm(r, &L->wo, &a->att, 0, &a->x, 0, n, 1, NULL);
         rmsnorm(r, &a->x, 0, &a->xn, 0, L->ffn_norm, H, n, c->eps);
@@ -612,7 +622,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         if (!r->err) tr->on_cp_inputs(tmp, H, tr->cp_user);
     }
     const tf_config *cc = &v->cp.cfg;
-    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, &s->st, v->n_groups + 1};
+    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, &s->st, v->n_groups + 1, 0};
     for (int g = 0; g < v->n_groups; g++) {
         const int n = g == 0 ? 2 : 1;
         if (g > 0) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->cp_in, 0, 0);
@@ -638,7 +648,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         const lmv_table qt = {s->queue, s->queue_rows, H, 0};
         embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &s->ta.x, 0, 1);
     }
-    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
     forward(r, &v->talker, &s->ta, 1, 1, &tp, NULL, NULL);
     rmsnorm(r, &s->ta.x, 0, &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     {
@@ -777,7 +787,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         return st;
     }
     vk_cmd_timestamp(s->aux, 0);
-    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
     forward(&r, &v->talker, &s->ta, 1, n, &fp, tr, layer_buf);
     rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(n - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     vk_cmd_timestamp(s->aux, 1);
@@ -889,6 +899,7 @@ struct lmv_batch {
     vk_buf cp_y;           /* [B][Hc] */
     vk_buf cp_logits;      /* [B][Vc] */
     vk_buf xq, xs;         /* dp4 activation scratch for 2 LMV_BATCH_MAX rows */
+    vk_buf ckc, cvc;       /* predictor caches [LMV_BATCH_MAX][Lc][n_groups + 1][kvd_c] */
     vk_cmd *frame;
     int n;                 /* streams of the recording (0: none) */
     uint64_t gen[LMV_BATCH_MAX];
@@ -900,7 +911,7 @@ void lmv_batch_free(lmv_batch *b) {
     vk_cmd_free(b->frame);
     act_free(d, &b->ta);
     act_free(d, &b->ca);
-    vk_buf *bs[] = {&b->y, &b->logits, &b->cp_in, &b->cp_y, &b->cp_logits, &b->xq, &b->xs};
+    vk_buf *bs[] = {&b->y, &b->logits, &b->cp_in, &b->cp_y, &b->cp_logits, &b->xq, &b->xs, &b->ckc, &b->cvc};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
     free(b);
 }
@@ -922,6 +933,9 @@ qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
     if (!st) st = vk_buf_alloc(d, &b->cp_logits, sizeof(float) * M * cc->vocab, 0, e);
     if (!st && v->dp4) st = vk_buf_alloc(d, &b->xq, 2 * M * v->kpad_max, 0, e);
     if (!st && v->dp4) st = vk_buf_alloc(d, &b->xs, sizeof(float) * 2 * 2 * M * (v->kpad_max / 32), 0, e);
+    const size_t ckv = (size_t)cc->n_layers * (v->n_groups + 1) * cc->n_kv_heads * cc->head_dim;
+    if (!st) st = vk_buf_alloc(d, &b->ckc, sizeof(float) * M * ckv, 0, e);
+    if (!st) st = vk_buf_alloc(d, &b->cvc, sizeof(float) * M * ckv, 0, e);
     if (!st) st = vk_cmd_new(d, &b->frame, e);
     if (st) {
         lmv_batch_free(b);
@@ -959,9 +973,13 @@ static void record_batch(rec *r, lmv_batch *b, lmv_stream *const *ss, int n) {
     for (int j = 0; j < n; j++) {
         vk_cmd_copy(r->cmd, &b->y, fH * j, &b->cp_in, fH * 2 * j, fH);
         embed(r, &v->ce, 0, &ss[j]->st, VK_ST_CODES, 0, 0xffffffffu, &b->cp_in, (uint32_t)((2 * j + 1) * H), 0);
-        fp[j] = (fwd_pos){0, 0, &ss[j]->ckc, &ss[j]->cvc, &v->cp_rope, &ss[j]->st, v->n_groups + 1};
     }
+    /* the predictor's caches are the batch's, one region per stream: every pass reads only positions this
+       frame wrote, at positions pos0 + i the same for every stream, so one dispatch serves all */
     const tf_config *cc = &v->cp.cfg;
+    const uint32_t ckv = (uint32_t)(cc->n_layers * G * cc->n_kv_heads * cc->head_dim);
+    for (int j = 0; j < n; j++) fp[j] = (fwd_pos){0, 0, &b->ckc, &b->cvc, &v->cp_rope, NULL, G, 0};
+    fp[0].stride = ckv;
     for (int g = 0; g < v->n_groups; g++) {
         const int rows = g == 0 ? 2 : 1;
         if (g > 0)
@@ -993,7 +1011,7 @@ static void record_batch(rec *r, lmv_batch *b, lmv_stream *const *ss, int n) {
             embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &b->ta.x, o, 1);
         const lmv_table qt = {s->queue, s->queue_rows, H, 0};
         embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &b->ta.x, o, 1);
-        fp[j] = (fwd_pos){0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap};
+        fp[j] = (fwd_pos){0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
     }
     forward(r, &v->talker, &b->ta, n, 1, fp, NULL, NULL);
     rmsnorm(r, &b->ta.x, 0, &b->y, 0, v->talker.final_norm, H, n, v->talker.cfg.eps);

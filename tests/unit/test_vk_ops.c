@@ -15,6 +15,8 @@
  *    to the same bound;
  *  - swiglu: |gpu - cpu| <= 2e-5 |cpu| per element (Vulkan's exp is allowed
  *    3 + 2|x| ulp, |x| <= 8 here);
+ *  - qk_rope and attention over several streams in one dispatch (rows,
+ *    cache_stride): bit for bit what each stream's own dispatch gives;
  *  - embed, advance, sample's greedy pick and state writes: exact;
  *    logits_talker: exact except penalised values (4e-7 relative: Vulkan
  *    allows 2.5 ulp for a division);
@@ -211,7 +213,7 @@ static void test_qk_rope(gpu *g) {
                 vk_buf br = mk(g, rope, sizeof(float) * P * hd), bkc = mk(g, kc, sizeof(float) * ncache);
                 vk_buf bvc = mk(g, vc, sizeof(float) * ncache), bst = mk(g, st, sizeof st);
                 vk_pc_qk_rope pc = {(uint32_t)n, nh, nkv, hd, ps ? 999u : (uint32_t)p0, (uint32_t)ps, co, qno,
-                                    kno, qo, ko, vo, eps};
+                                    kno, qo, ko, vo, eps, 0, 0};
                 vk_binding b[8] = {{&bq, 0, 0}, {&bk, 0, 0}, {&bv, 0, 0}, {&bw, 0, 0},
                                    {&br, 0, 0}, {&bkc, 0, 0}, {&bvc, 0, 0}, {&bst, 0, 0}};
                 run1(g, "qk_rope", b, 8, &pc, sizeof pc, n, 1);
@@ -277,7 +279,8 @@ static void test_attention(gpu *g) {
         vk_buf bq = mk(g, q, sizeof(float) * (qo + n * qd)), bkc = mk(g, kc, sizeof(float) * ncache);
         vk_buf bvc = mk(g, vc, sizeof(float) * ncache), bo = mk(g, NULL, sizeof(float) * (oo + n * qd));
         vk_buf bst = mk(g, st, sizeof st);
-        vk_pc_attention pc = {(uint32_t)n, nh, nkv, hd, ps ? 12345u : (uint32_t)p0, (uint32_t)ps, co, qo, oo, scale};
+        vk_pc_attention pc = {(uint32_t)n, nh, nkv, hd, ps ? 12345u : (uint32_t)p0, (uint32_t)ps, co, qo, oo, scale,
+                              0, 0};
         vk_binding b[5] = {{&bq, 0, 0}, {&bkc, 0, 0}, {&bvc, 0, 0}, {&bo, 0, 0}, {&bst, 0, 0}};
         run1(g, "attention", b, 5, &pc, sizeof pc, nh, n);
         get(g, &bo, out, sizeof(float) * (oo + n * qd));
@@ -324,6 +327,73 @@ static void test_attention(gpu *g) {
     else test_report("vk_attention", ok, "%s", why);
     printf("  attention: max err %.3g of sum p|v| vs f64 (tolerance 2e-5; CPU ops_attn_head: %.3g)\n", worst,
            worst_cpu);
+}
+
+/* ------------------------------------------------------------ streams */
+
+/* qk_rope then attention over ns streams of `rows` rows whose caches share
+ * one buffer pair (stream j's at co + j * stride): one dispatch each must
+ * give, bit for bit, what one dispatch per stream (rows 0, its own
+ * cache_off) gives. */
+static void test_stream_dim(gpu *g) {
+    /* hd, nh, nkv, rows, stride pad (0: 16-byte aligned regions) */
+    const int cases[][5] = {{16, 4, 2, 2, 3}, {128, 16, 8, 1, 0}, {8, 4, 2, 2, 0}};
+    int ok = 1;
+    char why[160] = "";
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int hd = cases[ci][0], nh = cases[ci][1], nkv = cases[ci][2], rows = cases[ci][3], ns = 3;
+        const int qd = nh * hd, kvd = nkv * hd, P = 20, p0 = 7, co = 4, n = ns * rows;
+        const uint32_t stride = (uint32_t)(P * kvd + cases[ci][4]);
+        const size_t ncache = (size_t)co + (size_t)ns * stride, nq = (size_t)n * qd, nk = (size_t)n * kvd;
+        float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk), *v = malloc(sizeof(float) * nk);
+        float *w = malloc(sizeof(float) * 2 * hd), *rope = malloc(sizeof(float) * P * hd);
+        float *kc = malloc(sizeof(float) * ncache), *vc = malloc(sizeof(float) * ncache);
+        float *out[2][5];
+        fill(q, nq, 3.0f), fill(k, nk, 3.0f), fill(v, nk, 1.0f), fill(w, 2 * hd, 1.5f), fill(rope, P * hd, 1.0f);
+        fill(kc, ncache, 1.0f), fill(vc, ncache, 1.0f);
+        for (int pass = 0; pass < 2; pass++) { /* 0: one dispatch, 1: one per stream */
+            vk_buf bq = mk(g, q, sizeof(float) * nq), bk = mk(g, k, sizeof(float) * nk), bv = mk(g, v, sizeof(float) * nk);
+            vk_buf bw = mk(g, w, sizeof(float) * 2 * hd), br = mk(g, rope, sizeof(float) * P * hd);
+            vk_buf bkc = mk(g, kc, sizeof(float) * ncache), bvc = mk(g, vc, sizeof(float) * ncache);
+            vk_buf bo = mk(g, NULL, sizeof(float) * nq), bst = mk(g, NULL, sizeof(uint32_t) * VK_ST_WORDS);
+            const int nd = pass ? ns : 1, per = pass ? rows : n;
+            for (int j = 0; j < nd; j++) {
+                const uint32_t r0 = (uint32_t)(j * rows), cof = co + (pass ? j * stride : 0);
+                vk_pc_qk_rope pr = {(uint32_t)per, nh, nkv, hd, p0, 0, cof, 0, hd, r0 * qd, r0 * kvd, r0 * kvd, 1e-6f,
+                                    pass ? 0u : (uint32_t)rows, pass ? 0u : stride};
+                vk_binding b[8] = {{&bq, 0, 0}, {&bk, 0, 0},  {&bv, 0, 0},  {&bw, 0, 0},
+                                   {&br, 0, 0}, {&bkc, 0, 0}, {&bvc, 0, 0}, {&bst, 0, 0}};
+                run1(g, "qk_rope", b, 8, &pr, sizeof pr, per, 1);
+            }
+            for (int j = 0; j < nd; j++) {
+                const uint32_t r0 = (uint32_t)(j * rows), cof = co + (pass ? j * stride : 0);
+                vk_pc_attention pa = {(uint32_t)per, nh, nkv, hd, p0, 0, cof, r0 * qd, r0 * qd, 0.25f,
+                                      pass ? 0u : (uint32_t)rows, pass ? 0u : stride};
+                vk_binding b[5] = {{&bq, 0, 0}, {&bkc, 0, 0}, {&bvc, 0, 0}, {&bo, 0, 0}, {&bst, 0, 0}};
+                run1(g, "attention", b, 5, &pa, sizeof pa, nh, per);
+            }
+            const vk_buf *src[5] = {&bq, &bk, &bkc, &bvc, &bo};
+            const size_t cnt[5] = {nq, nk, ncache, ncache, nq};
+            for (int i = 0; i < 5; i++) {
+                out[pass][i] = calloc(cnt[i], sizeof(float));
+                get(g, src[i], out[pass][i], sizeof(float) * cnt[i]);
+            }
+            vk_buf *bufs[] = {&bq, &bk, &bv, &bw, &br, &bkc, &bvc, &bo, &bst};
+            for (int i = 0; i < 9; i++) vk_buf_free(g->d, bufs[i]);
+        }
+        const char *what[5] = {"q", "k", "kc", "vc", "attention out"};
+        const size_t cnt[5] = {nq, nk, ncache, ncache, nq};
+        for (int i = 0; i < 5; i++) {
+            if (ok && !g->bad && memcmp(out[0][i], out[1][i], sizeof(float) * cnt[i])) {
+                ok = 0;
+                snprintf(why, sizeof why, "hd=%d rows=%d: %s differs from per-stream dispatches", hd, rows, what[i]);
+            }
+            free(out[0][i]), free(out[1][i]);
+        }
+        free(q), free(k), free(v), free(w), free(rope), free(kc), free(vc);
+    }
+    if (g->bad) test_report("vk_stream_dim", 0, "runtime: %s", g->e.msg);
+    else test_report("vk_stream_dim", ok, "%s", why);
 }
 
 /* ------------------------------------------------------------ swiglu */
@@ -795,6 +865,7 @@ int main(void) {
     test_rmsnorm(&g);
     test_qk_rope(&g);
     test_attention(&g);
+    test_stream_dim(&g);
     test_swiglu(&g);
     test_embed(&g);
     test_logits_talker(&g);

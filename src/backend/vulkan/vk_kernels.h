@@ -80,6 +80,10 @@ typedef struct vk_pc_rmsnorm {
  * k and v of the row are stored at position p_i of the caches:
  * kc[cache_off + p_i * kvd + ...] (kvd = nkv * hd), same for vc.
  * Position: p_i = (pos_state ? st[VK_ST_POS] : pos0) + i.
+ * Streams: the n rows may be n / rows streams of `rows` consecutive rows
+ * each (rows 0: one stream of n rows); stream j's row i is at position p_i
+ * of caches starting cache_stride floats after stream j - 1's (one
+ * dispatch for a batch whose streams' caches share one buffer pair).
  * Bindings: 0 q [n][nh*hd], 1 k [n][kvd], 2 v [n][kvd], 3 small f32 vectors
  *           (norm weights), 4 rope table [positions][hd], 5 kc, 6 vc, 7 st.
  * q, k, v rows start at q_off + i*nh*hd, k_off + i*kvd, v_off + i*kvd.
@@ -89,6 +93,7 @@ typedef struct vk_pc_qk_rope {
     uint32_t pos0, pos_state, cache_off, qn_off;
     uint32_t kn_off, q_off, k_off, v_off;
     float eps;
+    uint32_t rows, cache_stride;
 } vk_pc_qk_rope;
 
 /* attention.comp: causal attention of row i over cache positions
@@ -97,13 +102,15 @@ typedef struct vk_pc_qk_rope {
  * (online softmax in chunks through shared memory, any length).
  * Bindings: 0 q [n][nh*hd], 1 kc, 2 vc, 3 out [n][nh*hd], 4 st.
  * q row i at q_off + i*nh*hd, out row i at o_off + i*nh*hd; cache position t
- * of this layer at cache_off + t*kvd.
+ * of this layer at cache_off + t*kvd. Streams (rows, cache_stride) as in
+ * qk_rope: stream j's rows read the caches at cache_off + j * cache_stride.
  * Dispatch (nh, n, 1). */
 typedef struct vk_pc_attention {
     uint32_t n, nh, nkv, hd;
     uint32_t pos0, pos_state, cache_off, q_off;
     uint32_t o_off;
     float scale;
+    uint32_t rows, cache_stride;
 } vk_pc_attention;
 
 /* swiglu.comp: o[j] = silu(g[j]) * u[j], silu(x) = x / (1 + exp(-x)),

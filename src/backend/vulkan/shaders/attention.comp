@@ -16,6 +16,9 @@
  *   2 vc  float, same layout
  *   3 out float [n][nh * hd] at o_off
  *   4 st  uint state: p_i = (pos_state ? st[VK_ST_POS] : pos0) + i
+ * Streams: as in qk_rope.comp, the n rows are n / rows streams of `rows`
+ * rows (rows 0: one stream), stream j's i-th row at position p_i over the
+ * caches at cache_off + j * cache_stride.
  * Workgroup: 128 threads for one (head, row) (dispatch (nh, n, 1)); hd up
  * to 256 (each thread owns output dims d = tid and tid + 128). This is the
  * one-pass online-softmax ("flash decoding") design of ggml-vulkan's
@@ -46,6 +49,7 @@ layout(push_constant) uniform PC {
     uint pos0, pos_state, cache_off, q_off;
     uint o_off;
     float scale;
+    uint rows, cache_stride;
 } pc;
 
 shared vec4 qs4[MAX_HD / 4]; /* the query head */
@@ -57,9 +61,10 @@ void main() {
     if (h >= pc.nh || row >= pc.n) return; /* uniform */
     const uint hd = pc.hd, kvd = pc.nkv * hd;
     const uint kvh = h / (pc.nh / pc.nkv);
-    const uint p = (pc.pos_state != 0u ? st[VK_ST_POS] : pc.pos0) + row;
+    const uint rows = pc.rows != 0u ? pc.rows : pc.n, sj = row / rows;
+    const uint p = (pc.pos_state != 0u ? st[VK_ST_POS] : pc.pos0) + (row - sj * rows);
     const uint qo = pc.q_off + row * pc.nh * hd + h * hd;
-    const uint kvo = pc.cache_off + kvh * hd;
+    const uint kvo = pc.cache_off + sj * pc.cache_stride + kvh * hd;
     for (uint d = t; d < hd; d += WG) qs4[d / 4][d % 4] = q[qo + d];
     barrier();
     /* K rows as vec4 when every row start is 16-byte aligned */

@@ -17,6 +17,10 @@
  *   6 vc   float, same layout
  *   7 st   uint state; st[VK_ST_POS] is the first row's position when
  *          pos_state != 0, else pos0; row i is at that + i
+ * Streams: the n rows are n / rows streams of `rows` consecutive rows
+ * (rows 0: one stream of n); stream j's row i is at position (as above) + i
+ * and its caches start cache_stride floats after stream j - 1's, so one
+ * dispatch serves every stream of a batch whose caches share kc and vc.
  * Workgroup: 256 threads, one workgroup per row (dispatch (n, 1, 1)). The
  * nh + nkv heads are handled 256 / hd at a time (2 for hd = 128, 32 for
  * hd = 8), one thread per element, so the whole row is a few steps with
@@ -43,6 +47,7 @@ layout(push_constant) uniform PC {
     uint pos0, pos_state, cache_off, qn_off;
     uint kn_off, q_off, k_off, v_off;
     float eps;
+    uint rows, cache_stride;
 } pc;
 
 shared float sq[WG]; /* squares, reduced per head segment */
@@ -52,7 +57,9 @@ void main() {
     const uint row = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     if (row >= pc.n) return; /* uniform */
     const uint hd = pc.hd, half_hd = hd / 2, kvd = pc.nkv * hd;
-    const uint p = (pc.pos_state != 0u ? st[VK_ST_POS] : pc.pos0) + row;
+    const uint rows = pc.rows != 0u ? pc.rows : pc.n, sj = row / rows;
+    const uint p = (pc.pos_state != 0u ? st[VK_ST_POS] : pc.pos0) + (row - sj * rows);
+    const uint cbase = pc.cache_off + sj * pc.cache_stride;
     const uint per = WG / hd; /* heads per step */
     const uint slot = t / hd, j = t - slot * hd;
     uint span = 1; /* the tree's first stride: the largest power of two < hd */
@@ -85,10 +92,10 @@ void main() {
             if (is_q) q[idx] = y;
             else {
                 k[idx] = y;
-                kc[pc.cache_off + p * kvd + (h - pc.nh) * hd + j] = y;
+                kc[cbase + p * kvd + (h - pc.nh) * hd + j] = y;
             }
         }
         barrier(); /* sq and xs are reused by the next step */
     }
-    for (uint i = t; i < kvd; i += WG) vc[pc.cache_off + p * kvd + i] = v[pc.v_off + row * kvd + i];
+    for (uint i = t; i < kvd; i += WG) vc[cbase + p * kvd + i] = v[pc.v_off + row * kvd + i];
 }
