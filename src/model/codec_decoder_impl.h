@@ -129,4 +129,10 @@ struct codec_decoder {
     struct cdv_model *dev; /* the weights on the Vulkan device (codec_decoder_use_vulkan), owned; NULL: CPU */
 };
 
+/* Sizes shared by the CPU stream (codec_stream.c) and the device stream
+ * (codec_vulkan.c): the total upsampling of the ConvNeXt stages, and the
+ * largest channel-major stage buffer for n frames, in floats. */
+int codec_up_total(const codec_config *c);
+size_t codec_big_floats(const codec_decoder *d, int n);
+
 #endif

@@ -76,14 +76,13 @@ struct codec_stream {
 
 /* ---------------------------------------------------------------- sizes */
 
-static int up_total(const codec_config *c) {
+int codec_up_total(const codec_config *c) {
     int p = 1;
     for (int i = 0; i < c->n_up; i++) p *= c->up_ratio[i];
     return p;
 }
 
-/* Largest channel-major stage buffer for n frames, in floats. */
-static size_t big_floats(const codec_decoder *d, int n) {
+size_t codec_big_floats(const codec_decoder *d, int n) {
     const codec_config *c = &d->cfg;
     size_t mx = (size_t)c->codebook_dim * (2 + n);
     size_t steps = (size_t)n;
@@ -107,8 +106,8 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
     if (n <= s->cap) return QTTS_OK;
     const codec_config *c = &s->d->cfg;
     const size_t QD = (size_t)c->n_heads * c->head_dim, KD = (size_t)c->n_kv_heads * c->head_dim;
-    const size_t nu = (size_t)n * up_total(c);
-    const size_t bigsz = big_floats(s->d, n) + 16;
+    const size_t nu = (size_t)n * codec_up_total(c);
+    const size_t bigsz = codec_big_floats(s->d, n) + 16;
     size_t sizes[] = {
         bigsz, bigsz, bigsz,
         (size_t)n * c->vq_dim, (size_t)n * c->vq_dim, (size_t)n * c->codebook_dim, (size_t)n * c->codebook_dim,

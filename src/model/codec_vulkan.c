@@ -296,33 +296,6 @@ int64_t cdv_weight_bytes(const cdv_model *v) { return v ? v->bytes : 0; }
 
 /* ------------------------------------------------------------ stream */
 
-static int up_total(const codec_config *c) {
-    int p = 1;
-    for (int i = 0; i < c->n_up; i++) p *= c->up_ratio[i];
-    return p;
-}
-
-/* Largest channel-major stage buffer for n frames, in floats (as codec_stream.c). */
-static size_t big_floats(const codec_decoder *d, int n) {
-    const codec_config *c = &d->cfg;
-    size_t mx = (size_t)c->codebook_dim * (2 + n);
-    size_t steps = (size_t)n;
-    for (int u = 0; u < c->n_up; u++) {
-        const size_t out = steps * c->up_ratio[u];
-        if ((size_t)c->latent * (6 + out) > mx) mx = (size_t)c->latent * (6 + out);
-        steps = out;
-    }
-    if ((size_t)c->decoder_dim * steps > mx) mx = (size_t)c->decoder_dim * steps;
-    for (int b = 0; b < c->n_blocks; b++) {
-        const codec_block *bl = &d->blocks[b];
-        if ((size_t)bl->cin * (1 + steps) > mx) mx = (size_t)bl->cin * (1 + steps);
-        steps *= bl->rate;
-        const size_t hist = 6 * (size_t)bl->ru[CODEC_N_RES - 1].dilation;
-        if ((size_t)bl->cout * (hist + steps) > mx) mx = (size_t)bl->cout * (hist + steps);
-    }
-    return mx;
-}
-
 qtts_status cdv_stream_new(const cdv_model *v, cdv_stream **out, qtts_error *e) {
     *out = NULL;
     cdv_stream *s = calloc(1, sizeof *s);
@@ -349,7 +322,7 @@ qtts_status cdv_stream_new(const cdv_model *v, cdv_stream **out, qtts_error *e) 
     s->final_tail = (uint32_t)n, n += (size_t)(c->decoder_dim >> c->n_blocks) * 6;
     s->st_floats = n;
     vk_dev *dev = v->dev;
-    const size_t F = sizeof(float), nu = (size_t)cap * up_total(c), bf = big_floats(d, cap) + 16;
+    const size_t F = sizeof(float), nu = (size_t)cap * codec_up_total(c), bf = codec_big_floats(d, cap) + 16;
     qtts_status st = vk_buf_alloc(dev, &s->st, n * F, 0, e);
     if (!st) st = vk_buf_alloc(dev, &s->ctl, 16, 1, e);
     if (!st) st = vk_buf_alloc(dev, &s->codes, (size_t)cap * c->n_q * sizeof(int32_t), 1, e);
