@@ -352,6 +352,8 @@ typedef struct qtts_stats {
     double decode_ms;        /* codec decoder */
     double first_audio_ms;   /* from the call (qtts_synthesize) or qtts_pipeline_add to the first PCM chunk */
     int n_chunks;            /* PCM chunks delivered */
+    int n_device_codes;      /* frames the decoder read from the device that made them (GPU
+                                backends: the codes were not uploaded again; 0 on the CPU) */
     int teacher_frames;      /* frames compared against teacher codes */
     int teacher_agree[64];   /* per codebook: frames where the model chose the teacher's code */
     /* GPU time from timestamp queries (Vulkan backend; 0 on the CPU), summed over the call:

@@ -78,6 +78,7 @@ typedef struct preq {
     qtts_stop_reason stop;
     size_t n_samples;
     double t0, first_audio_ms, decode_ms;
+    int n_device_codes;       /* frames decoded from the device's code ring */
     int n_ref_frames;         /* ICL reference frames of the voice (0 without ICL) */
     float ref_last;           /* ICL: the reference's last sample */
 } preq;
@@ -87,6 +88,7 @@ typedef struct dtask {
     preq *r;                  /* a reference of its own */
     unsigned epoch;           /* the slot's segment it belongs to */
     int32_t *codes;           /* [n][G] */
+    int64_t serial0;          /* the device code ring's number of codes[0] (lmv_code_ring); -1: none */
     int n;
     int final;                /* the segment's generation ended: finish it */
     struct dtask *next;
@@ -102,6 +104,7 @@ typedef struct slot {
     unsigned long long wait_seq; /* order it became WAITING (guarded) */
     int32_t *pending;         /* [MAX_CHUNK][G] frames not yet handed over (driver) */
     int n_pending;
+    int64_t pending_serial0;  /* the device code ring's number of pending[0]; -1: not all in one run */
     int n_sent;               /* frames handed over in this segment (driver) */
     int n_new;                /* frames made in the current step (driver) */
     atomic_int failed;        /* decoding failed: the stream stops, the request ends with it */
@@ -257,6 +260,7 @@ static void request_end(qtts_pipeline *p, slot *sl, preq *r) {
     res.stats.decode_ms = r->decode_ms;
     res.stats.first_audio_ms = r->first_audio_ms;
     res.stats.n_chunks = r->n_chunks;
+    res.stats.n_device_codes = r->n_device_codes;
     sl->ctx->stop_reason = res.stop_reason;
     sl->ctx->n_capped = r->n_capped;
     if (r->on_done) r->on_done(&res, r->user);
@@ -364,8 +368,11 @@ static void run_task(qtts_pipeline *p, dworker *w, dtask *t, float *pcm, const o
             const int k = t->n - done < per_call ? t->n - done : per_call;
             qtts_error e;
             err_clear(&e);
-            qtts_status st = codec_stream_decode(sl->ctx->codec, t->codes + (size_t)done * p->G, k,
-                                                 pcm + (size_t)done * p->spf, &e);
+            int on_dev = 0;
+            qtts_status st = codec_stream_decode_at(sl->ctx->codec, t->codes + (size_t)done * p->G, k,
+                                                    t->serial0 < 0 ? -1 : t->serial0 + done,
+                                                    pcm + (size_t)done * p->spf, &on_dev, &e);
+            if (on_dev) r->n_device_codes += k;
             if (st) {
                 sl->fail_st = st;
                 snprintf(sl->fail_msg, sizeof sl->fail_msg, "decoding audio failed: %.900s", e.msg);
@@ -415,6 +422,7 @@ static void send_frames(qtts_pipeline *p, slot *sl, int final, int hi, int inlin
     t->epoch = atomic_load(&sl->epoch);
     atomic_fetch_add(&t->r->refs, 1);
     t->codes = codes;
+    t->serial0 = sl->pending_serial0;
     t->n = codes ? sl->n_pending : 0;
     t->final = final;
     sl->n_sent += t->n;
@@ -486,6 +494,9 @@ static int on_frame(const int32_t *codes, int idx, void *u) {
         atomic_store(&r->cancel, 1);
     }
     if (atomic_load(&r->cancel) || atomic_load(&sl->failed)) return 1;
+    const int64_t serial = gen_frame_serial(sl->ctx);
+    if (sl->n_pending == 0) sl->pending_serial0 = serial;
+    else if (sl->pending_serial0 >= 0 && sl->pending_serial0 + sl->n_pending != serial) sl->pending_serial0 = -1;
     memcpy(sl->pending + (size_t)sl->n_pending * p->G, codes, sizeof(int32_t) * p->G);
     sl->n_pending++;
     sl->n_new++;

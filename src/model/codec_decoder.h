@@ -53,6 +53,18 @@ void codec_stream_free(codec_stream *s); /* accepts NULL */
  * streaming allocates nothing. */
 qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
 
+/* Codes on the device: with a Vulkan decoder, link a generating stream's
+ * code ring (codec_vulkan.h cdv_code_ring, borrowed until unlinked with
+ * NULL); a no-op on the CPU. codec_stream_decode_at then decodes frames
+ * serial0 .. serial0 + n_frames - 1 of that ring without uploading codes
+ * (*on_device = 1) when they are still there, else from codes as
+ * codec_stream_decode does (*on_device = 0; serial0 < 0: always). codes
+ * must be those frames' codes either way: they are checked the same. */
+struct cdv_code_ring;
+qtts_status codec_stream_link_codes(codec_stream *s, const struct cdv_code_ring *ring, qtts_error *e);
+qtts_status codec_stream_decode_at(codec_stream *s, const int32_t *codes, int n_frames, int64_t serial0, float *pcm,
+                                   int *on_device, qtts_error *e);
+
 /* A copy of a stream's history (attention window, convolution tails,
  * position), to restore later on any stream of the same decoder: e.g. a
  * stream primed with an ICL voice's reference frames, reused per request. */

@@ -606,32 +606,70 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
 
 /* ---------------------------------------------------------------- API */
 
-qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e) {
-    if (!s) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: NULL stream");
-    if (n_frames < 0) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: n_frames = %d < 0", n_frames);
-    if (n_frames == 0) return QTTS_OK;
-    if (!codes || !pcm) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: NULL codes or pcm");
+/* The checks of codec_stream_decode; 1 when there is something to decode. */
+static int decode_args_ok(const codec_stream *s, const int32_t *codes, int n_frames, const float *pcm,
+                          qtts_status *st, qtts_error *e) {
+    *st = QTTS_OK;
+    if (!s) *st = err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: NULL stream");
+    else if (n_frames < 0) *st = err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: n_frames = %d < 0", n_frames);
+    else if (n_frames == 0) return 0;
+    else if (!codes || !pcm) *st = err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_decode: NULL codes or pcm");
+    if (*st) return 0;
     const codec_config *c = &s->d->cfg;
     for (int t = 0; t < n_frames; t++)
         for (int q = 0; q < c->n_q; q++) {
             const int32_t v = codes[(size_t)t * c->n_q + q];
-            if (v < 0 || v >= c->codebook_size)
-                return err_set(e, QTTS_ERR_INPUT,
-                               "codec code %d at frame %d, codebook %d is outside [0, %d); talker control tokens "
-                               "must not reach the codec",
-                               (int)v, t, q, c->codebook_size);
+            if (v < 0 || v >= c->codebook_size) {
+                *st = err_set(e, QTTS_ERR_INPUT,
+                              "codec code %d at frame %d, codebook %d is outside [0, %d); talker control tokens "
+                              "must not reach the codec",
+                              (int)v, t, q, c->codebook_size);
+                return 0;
+            }
         }
+    return 1;
+}
+
+/* The device state ready for a chunk (a pending reset done, a failed restore reported). */
+static qtts_status dev_ready(codec_stream *s, qtts_error *e) {
+    if (s->dev_err.status) return err_set(e, s->dev_err.status, "%s", s->dev_err.msg);
+    qtts_status st = s->dev_reset ? cdv_stream_reset(s->dev, e) : QTTS_OK;
+    if (!st) s->dev_reset = 0;
+    return st;
+}
+
+qtts_status codec_stream_link_codes(codec_stream *s, const struct cdv_code_ring *ring, qtts_error *e) {
+    return s && s->dev ? cdv_stream_link(s->dev, ring, e) : QTTS_OK;
+}
+
+qtts_status codec_stream_decode_at(codec_stream *s, const int32_t *codes, int n_frames, int64_t serial0, float *pcm,
+                                   int *on_device, qtts_error *e) {
+    qtts_status st;
+    *on_device = 0;
+    if (!decode_args_ok(s, codes, n_frames, pcm, &st, e)) return st;
+    if (s->dev && serial0 >= 0) {
+        if ((st = dev_ready(s, e))) return st;
+        st = cdv_stream_decode_ring(s->dev, serial0, n_frames, pcm, on_device, e);
+        if (st || *on_device) {
+            if (!st) s->pos += n_frames;
+            return st;
+        }
+    }
+    return codec_stream_decode(s, codes, n_frames, pcm, e);
+}
+
+qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e) {
+    qtts_status st;
+    if (!decode_args_ok(s, codes, n_frames, pcm, &st, e)) return st;
+    const codec_config *c = &s->d->cfg;
     if (s->dev) {
-        if (s->dev_err.status) return err_set(e, s->dev_err.status, "%s", s->dev_err.msg);
-        qtts_status st = s->dev_reset ? cdv_stream_reset(s->dev, e) : QTTS_OK;
-        if (st) return st;
-        s->dev_reset = 0;
+        if ((st = dev_ready(s, e))) return st;
         st = cdv_stream_decode(s->dev, codes, n_frames, pcm, e);
         if (!st) s->pos += n_frames;
         return st;
     }
     const int want = n_frames < CODEC_MAX_CHUNK_FRAMES ? n_frames : CODEC_MAX_CHUNK_FRAMES;
-    qtts_status st = ensure_scratch(s, want, e);
+    st = ensure_scratch(s, want, e);
     if (st != QTTS_OK) return st;
     const size_t spf = (size_t)c->samples_per_frame;
     for (int t = 0; t < n_frames;) {

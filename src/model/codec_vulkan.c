@@ -27,6 +27,10 @@
 #include "model/codec_decoder_impl.h"
 
 #define CDV_MAX_CHUNK_FRAMES 16 /* frames per recorded chunk; larger requests go in pieces */
+/* Frames of a code ring left alone behind its newest: a chunk's codes are
+ * gathered at the start of its submission, and the generating stream may
+ * push this many more frames before that runs without reaching them. */
+#define CDV_RING_SLACK 64
 
 typedef struct cdv_mat {
     vk_buf w;
@@ -91,7 +95,9 @@ struct cdv_stream {
     uint32_t pre_conv_tail, kr, vr, up_tail[CODEC_MAX_UP], dec0_tail, blk_tail[CODEC_MAX_BLOCKS],
         ru_tail[CODEC_MAX_BLOCKS][CODEC_N_RES], final_tail;
     /* host-visible per-chunk inputs and output */
-    vk_buf ctl;             /* uint [4]: ctl[0] the position of the chunk's first frame */
+    vk_buf ctl;             /* uint [4]: ctl[0] the position of the chunk's first frame; ctl[1] its
+                               frame number in the linked code ring and ctl[2] 1 to read it there */
+    cdv_code_ring codes_ring; /* linked generating stream (buf NULL: none) */
     vk_buf codes;           /* int [cap][n_q] */
     vk_buf rope;            /* float [cap][HD] */
     vk_buf pcm;             /* float [cap * samples_per_frame] */
@@ -525,6 +531,12 @@ static void record_chunk(rec *r, int n) {
     const vk_buf *b0 = &s->big[0], *b1 = &s->big[1], *b2 = &s->big[2];
     const uint32_t rest = U((size_t)CDV_MAX_CHUNK_FRAMES * V);
 
+    /* the codes: from the linked generating stream's ring (ctl[2] = 1) or as the host wrote them */
+    if (s->codes_ring.buf) {
+        vk_pc_codes_gather pc = {U(n), U(c->n_q), s->codes_ring.frames, U(c->codebook_size)};
+        const vk_binding b[3] = {B(s->codes_ring.buf), B(&s->ctl), B(&s->codes)};
+        dispatch(r, "codes_gather", b, 3, &pc, sizeof pc, CEILDIV(n * c->n_q, 64), 1);
+    }
     /* dequantise: codebooks, the two projections summed, into b0 [CD][2 + n] at column 2 */
     {
         vk_pc_codebook pc = {U(V), U(c->n_q), U(c->codebook_size), U(n), 0, 0, rest};
@@ -641,7 +653,9 @@ static qtts_status get_cmd(cdv_stream *s, int n, qtts_error *e) {
     return QTTS_OK;
 }
 
-qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e) {
+/* n_frames from codes (host) or, codes NULL, from the ring at serial0. */
+static qtts_status decode(cdv_stream *s, const int32_t *codes, int64_t serial0, int n_frames, float *pcm,
+                          qtts_error *e) {
     const codec_decoder *d = s->v->d;
     const codec_config *c = &d->cfg;
     const size_t spf = (size_t)c->samples_per_frame;
@@ -649,8 +663,11 @@ qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames,
         const int n = n_frames - t < CDV_MAX_CHUNK_FRAMES ? n_frames - t : CDV_MAX_CHUNK_FRAMES;
         qtts_status st = get_cmd(s, n, e);
         if (st) return st;
-        ((uint32_t *)s->ctl.map)[0] = (uint32_t)s->pos;
-        memcpy(s->codes.map, codes + (size_t)t * c->n_q, (size_t)n * c->n_q * sizeof(int32_t));
+        uint32_t *ctl = s->ctl.map;
+        ctl[0] = (uint32_t)s->pos;
+        ctl[1] = (uint32_t)(serial0 + t); /* mod 2^32: the ring's size divides it */
+        ctl[2] = codes == NULL;
+        if (codes) memcpy(s->codes.map, codes + (size_t)t * c->n_q, (size_t)n * c->n_q * sizeof(int32_t));
         float *rope = s->rope.map;
         for (int i = 0; i < n; i++)
             ops_rope_angles(rope + (size_t)i * c->head_dim, c->head_dim, (int)(s->pos + i), d->inv_freq);
@@ -662,6 +679,34 @@ qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames,
         t += n;
     }
     return QTTS_OK;
+}
+
+qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e) {
+    if (!codes && n_frames > 0) return err_set(e, QTTS_ERR_INVALID_ARG, "cdv_stream_decode: NULL codes");
+    return decode(s, codes, 0, n_frames, pcm, e);
+}
+
+qtts_status cdv_stream_link(cdv_stream *s, const cdv_code_ring *ring, qtts_error *e) {
+    if (ring && (!ring->buf || !ring->made || ring->frames < 2 * CDV_RING_SLACK || (ring->frames & (ring->frames - 1))))
+        return err_set(e, QTTS_ERR_INVALID_ARG, "cdv_stream_link: a code ring of %u frames (a power of two >= %d)",
+                       ring->frames, 2 * CDV_RING_SLACK);
+    for (int i = 0; i <= CDV_MAX_CHUNK_FRAMES; i++) {
+        vk_cmd_free(s->cmd[i]);
+        s->cmd[i] = NULL;
+    }
+    if (ring) s->codes_ring = *ring;
+    else memset(&s->codes_ring, 0, sizeof s->codes_ring);
+    return QTTS_OK;
+}
+
+qtts_status cdv_stream_decode_ring(cdv_stream *s, int64_t serial0, int n_frames, float *pcm, int *used,
+                                   qtts_error *e) {
+    *used = 0;
+    if (!s->codes_ring.buf || serial0 < 0 || n_frames <= 0) return QTTS_OK;
+    const int64_t made = atomic_load(s->codes_ring.made);
+    if (serial0 + n_frames > made || made - serial0 > (int64_t)s->codes_ring.frames - CDV_RING_SLACK) return QTTS_OK;
+    *used = 1;
+    return decode(s, NULL, serial0, n_frames, pcm, e);
 }
 
 #else /* no Vulkan in this build */
@@ -689,6 +734,16 @@ int64_t cdv_stream_position_frames(const cdv_stream *s) { (void)s; return 0; }
 qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e) {
     (void)s, (void)codes, (void)n_frames, (void)pcm;
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+qtts_status cdv_stream_link(cdv_stream *s, const cdv_code_ring *ring, qtts_error *e) {
+    (void)s, (void)ring;
+    return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+qtts_status cdv_stream_decode_ring(cdv_stream *s, int64_t serial0, int n_frames, float *pcm, int *used,
+                                   qtts_error *e) {
+    (void)s, (void)serial0, (void)n_frames, (void)pcm, (void)e;
+    *used = 0;
+    return QTTS_OK;
 }
 qtts_status cdv_stream_save(const cdv_stream *s, float *state, size_t *n, int64_t *pos, qtts_error *e) {
     (void)s, (void)state, (void)n, (void)pos;

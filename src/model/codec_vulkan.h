@@ -5,8 +5,9 @@
  * Dataflow: cdv_create (every decoder.* weight uploaded once, f32) -> per
  * stream cdv_stream_new (history tails, the ring KV window, scratch; one
  * command buffer recorded per chunk size and replayed) -> cdv_stream_decode
- * (codes, the chunk's RoPE rows and the position in host-visible buffers;
- * one submission; PCM back).
+ * (the chunk's RoPE rows and position in host-visible buffers, the codes
+ * there too or, cdv_stream_decode_ring, gathered on the device from a
+ * generating stream's code ring; one submission; PCM back).
  * Exactness: every shader computes each output in a fixed order that
  * depends only on its position (see the heads of codec_stream.c and of the
  * shaders), so chunked output equals whole-utterance output sample for
@@ -17,6 +18,7 @@
 #ifndef QTTS_MODEL_CODEC_VULKAN_H
 #define QTTS_MODEL_CODEC_VULKAN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "model/codec_decoder.h"
@@ -42,6 +44,27 @@ int64_t cdv_stream_position_frames(const cdv_stream *s);
  * n * samples_per_frame samples of pcm (chunks above the recorded maximum
  * are cut into pieces). */
 qtts_status cdv_stream_decode(cdv_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
+
+/* A generating stream's code ring on the same device (lm_vulkan.h
+ * lmv_code_ring): the codes of the stream's frame number f (counted from
+ * the stream's creation) sit in slot f % frames of buf, int [frames][n_q]. */
+typedef struct cdv_code_ring {
+    const struct vk_buf *buf;
+    uint32_t frames;             /* a power of two */
+    const _Atomic int64_t *made; /* frames pushed so far (a frame counts once its submission is done) */
+} cdv_code_ring;
+
+/* Read codes from ring (borrowed until unlinked: NULL unlinks). Recordings
+ * made before are dropped. */
+qtts_status cdv_stream_link(cdv_stream *s, const cdv_code_ring *ring, qtts_error *e);
+
+/* cdv_stream_decode with the codes of the linked ring's frames serial0 ..
+ * serial0 + n_frames - 1 read on the device (codes_gather.comp): nothing
+ * is uploaded. *used gets 0 without decoding when those frames are not all
+ * in the ring (not linked, not made yet, or too old: the ring may be
+ * overwriting them); the caller then decodes from its own copy. */
+qtts_status cdv_stream_decode_ring(cdv_stream *s, int64_t serial0, int n_frames, float *pcm, int *used,
+                                   qtts_error *e);
 
 /* The stream's history (tails, KV ring, position) as floats, to restore on a
  * stream of the same model: *n gets the count; state NULL: only the count. */

@@ -127,6 +127,11 @@ qtts_status qtts_context_new(const qtts_model *m, const qtts_context_params *par
     }
     if (!s && m->codec) s = codec_stream_new(m->codec, &c->codec, &e);
     if (!s && m->lmv) s = lmv_stream_new(m->lmv, &c->lmv, &e);
+    if (!s && c->codec && c->lmv) { /* the decoder reads the frames' codes where they are made */
+        cdv_code_ring ring;
+        lmv_code_ring(c->lmv, &ring);
+        s = codec_stream_link_codes(c->codec, &ring, &e);
+    }
     if (s) {
         if (errbuf && errbuf_size) snprintf(errbuf, errbuf_size, "%s", e.msg);
         qtts_context_free(c);
@@ -684,6 +689,8 @@ static void gen_step_vulkan(qtts_context **cs, int n, step_scratch *ss) {
 }
 
 static int vulkan_go_on(int c0, void *user) { return stop_reason_for(user, c0, 0) < 0; }
+
+int64_t gen_frame_serial(const qtts_context *c) { return c->lmv ? lmv_frames_made(c->lmv) - 1 : -1; }
 
 void gen_step(qtts_context **cs, int n, step_scratch *ss) {
     if (n <= 0) return;

@@ -95,6 +95,10 @@ struct qtts_context {
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t);
 
+/* The device code ring's number of the frame c delivered last (lmv_code_ring),
+ * or -1 when its frames are not made on a device. */
+int64_t gen_frame_serial(const qtts_context *c);
+
 /* Monotonic clock in milliseconds. */
 double now_ms(void);
 

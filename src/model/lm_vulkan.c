@@ -4,9 +4,10 @@
  * Dataflow per frame (one submission): y -> codec_head -> logits processors
  * -> draw codebook 0 -> code predictor (rows y and codec_embedding[c0] at
  * positions 0-1, then codebook g's table row at position g + 1; head g and
- * a draw after each) -> frame embedding + next text vector -> talker layers
- * at the stream's position -> final norm -> y; state advanced; 16 codes
- * copied to a host-visible buffer.
+ * a draw after each) -> the 16 codes into the stream's code ring (read there
+ * by the codec decoder) -> frame embedding + next text vector -> talker
+ * layers at the stream's position -> final norm -> y; state advanced and
+ * copied to a host-visible buffer (the codes for the host).
  * Must match the CPU path (src/model/generate.c gen_step, cp_predict,
  * tf_forward) operation for operation; the sums run in another order, so
  * values agree within the tolerances in docs/TESTING.md, and greedy codes
@@ -14,6 +15,7 @@
 #include "model/lm_vulkan.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,10 @@ typedef struct lmv_act {
     vk_buf x, xn, q, k, v, att, h1, h2;
 } lmv_act;
 
+/* Frames of a stream's code ring (lm_vulkan.h lmv_code_ring): a power of
+ * two, 4096 frames (5.5 minutes of audio, 256 KiB) behind the newest. */
+#define LMV_CODE_RING 4096
+
 /* Frames a request's first cache reservation holds beyond its prompt. */
 #define LMV_FIRST_FRAMES 256
 
@@ -116,6 +122,8 @@ struct lmv_stream {
     int P, nq;
     int k;               /* frames submitted since the prefill */
     int max_pos;         /* positions the request may write (prompt + frames + 1) */
+    vk_buf code_ring;    /* int [LMV_CODE_RING][G]: frame f's codes at slot f % LMV_CODE_RING */
+    _Atomic int64_t made;/* frames pushed to code_ring since the stream was made (host count) */
 };
 
 /* Recordings that bind this stream's buffers (its own frame, any batch's)
@@ -388,6 +396,7 @@ qtts_status lmv_stream_new(const lmv_model *v, lmv_stream **out, qtts_error *e) 
     if (!st) st = vk_buf_alloc(d, &s->st, sizeof(uint32_t) * VK_ST_WORDS, 0, e);
     if (!st) st = vk_buf_alloc(d, &s->seen, sizeof(uint32_t) * tc->vocab, 0, e);
     if (!st) st = vk_buf_alloc(d, &s->rb, sizeof(uint32_t) * VK_ST_WORDS, 1, e);
+    if (!st) st = vk_buf_alloc(d, &s->code_ring, sizeof(int32_t) * LMV_CODE_RING * (v->n_groups + 1), 0, e);
     if (!st && v->dp4) st = vk_buf_alloc(d, &s->xq, (size_t)VK_MATVEC_MAX_N * v->kpad_max, 0, e);
     if (!st && v->dp4) st = vk_buf_alloc(d, &s->xs, sizeof(float) * 2 * VK_MATVEC_MAX_N * (v->kpad_max / 32), 0, e);
     if (!st) st = vk_cmd_new(d, &s->frame, e);
@@ -408,10 +417,18 @@ void lmv_stream_free(lmv_stream *s) {
     act_free(d, &s->ta);
     act_free(d, &s->ca);
     vk_buf *bs[] = {&s->kc, &s->vc, &s->rope, &s->ckc, &s->cvc, &s->y, &s->logits, &s->cp_in, &s->cp_y,
-                    &s->cp_logits, &s->st, &s->seen, &s->teach, &s->queue, &s->rb, &s->xq, &s->xs};
+                    &s->cp_logits, &s->st, &s->seen, &s->teach, &s->queue, &s->rb, &s->xq, &s->xs, &s->code_ring};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
     free(s);
 }
+
+void lmv_code_ring(lmv_stream *s, cdv_code_ring *out) {
+    out->buf = &s->code_ring;
+    out->frames = LMV_CODE_RING;
+    out->made = &s->made;
+}
+
+int64_t lmv_frames_made(const lmv_stream *s) { return atomic_load(&s->made); }
 
 /* ------------------------------------------------------------ recording */
 
@@ -580,6 +597,19 @@ static void sample(rec *r, lmv_stream *s, const vk_buf *logits, uint32_t logits_
     dispatch(r, "sample", b, 4, &pc, sizeof pc, 1, 1);
 }
 
+/* The frame's codes into the stream's code ring (codes_push.comp). */
+static void push_codes(rec *r, lmv_stream *s) {
+    vk_pc_codes_push pc = {(uint32_t)(s->v->n_groups + 1), LMV_CODE_RING};
+    const vk_binding b[2] = {B(&s->st), B(&s->code_ring)};
+    dispatch(r, "codes_push", b, 2, &pc, sizeof pc, 1, 1);
+}
+
+/* The host's count of frames pushed, from a read-back state (mod 2^32 there). */
+static void count_pushed(lmv_stream *s, const uint32_t *w) {
+    const int64_t made = atomic_load(&s->made);
+    atomic_store(&s->made, made + (uint32_t)(w[VK_ST_SERIAL] - (uint32_t)made));
+}
+
 /* The frame (see the file head). tr: traced run with readbacks. */
 static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
     lmv_stream *s = r->s;
@@ -641,6 +671,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
     }
     timestamp(r, Q_CP_END);
+    push_codes(r, s);
     /* the next talker input: frame embedding + next text vector (or tts_pad) */
     embed(r, &v->ce, 0, &s->st, VK_ST_CODES, 0, 0xffffffffu, &s->ta.x, 0, 0);
     for (int g = 1; g < G; g++) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->ta.x, 0, 1);
@@ -762,6 +793,7 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
     words[VK_ST_BAN_EOS] = (uint32_t)(q->ban_eos != 0);
     words[VK_ST_SEED_LO] = (uint32_t)q->seed;
     words[VK_ST_SEED_HI] = (uint32_t)(q->seed >> 32);
+    words[VK_ST_SERIAL] = (uint32_t)atomic_load(&s->made);
     if ((st = vk_buf_upload(d, &s->st, 0, words, sizeof words, e)) ||
         (st = vk_buf_fill(d, &s->seen, 0, sizeof(uint32_t) * v->talker.cfg.vocab, 0, e)) ||
         (st = vk_buf_upload(d, &s->ta.x, 0, q->embeds + (size_t)L * H, sizeof(float) * H * (size_t)n, e)))
@@ -870,6 +902,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
         codes[g] = (int32_t)w[VK_ST_CODES + g];
         if (agree) agree[g] = (int)w[VK_ST_AGREE + g];
     }
+    count_pushed(s, w);
     return QTTS_OK;
 }
 
@@ -1002,6 +1035,7 @@ static void record_batch(rec *r, lmv_batch *b, lmv_stream *const *ss, int n) {
         timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
     }
     timestamp(r, Q_CP_END);
+    for (int j = 0; j < n; j++) push_codes(r, ss[j]);
     /* the next talker inputs: frame embedding + next text vector (or tts_pad) */
     for (int j = 0; j < n; j++) {
         lmv_stream *s = ss[j];
@@ -1062,6 +1096,7 @@ qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t 
             codes[j * G + g] = (int32_t)w[VK_ST_CODES + g];
             if (agree) agree[j * G + g] = (int)w[VK_ST_AGREE + g];
         }
+        count_pushed(ss[j], w);
     }
     return QTTS_OK;
 }
@@ -1100,6 +1135,14 @@ void lmv_batch_free(lmv_batch *b) { (void)b; }
 qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
                             qtts_error *e) {
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
+}
+void lmv_code_ring(lmv_stream *s, cdv_code_ring *out) {
+    (void)s;
+    memset(out, 0, sizeof *out);
+}
+int64_t lmv_frames_made(const lmv_stream *s) {
+    (void)s;
+    return 0;
 }
 qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e) {
     *n = 0;

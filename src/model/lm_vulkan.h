@@ -12,6 +12,7 @@
 #ifndef QTTS_MODEL_LM_VULKAN_H
 #define QTTS_MODEL_LM_VULKAN_H
 
+#include "model/codec_vulkan.h"
 #include "model/model.h"
 #include "model/prompt.h"
 
@@ -99,6 +100,14 @@ void lmv_batch_free(lmv_batch *b);
  * t: the phase times of the whole submission. */
 qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
                             qtts_error *e);
+
+/* The stream's code ring: every frame's codes (EOS frames too) stay on the
+ * device, frame number f (counted from lmv_stream_new, across requests) in
+ * slot f % out->frames, for the codec decoder on the same device
+ * (codec_stream_link_codes). lmv_frames_made: frames made so far; the one
+ * lmv_frame / lmv_batch_frame returned last is number made - 1. */
+void lmv_code_ring(lmv_stream *s, cdv_code_ring *out);
+int64_t lmv_frames_made(const lmv_stream *s);
 
 /* qtts_backend_devices for Vulkan. */
 qtts_status lmv_list_devices(qtts_device_info *out, int max, int *n, qtts_error *e);

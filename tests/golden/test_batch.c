@@ -204,6 +204,20 @@ static void run(qtts_weight_type wt, int decode_threads, const char *pfx) {
                               !memcmp(r->pcm, pcm_alone[i], sizeof(float) * npa[i]),
                     "%zu samples batched vs %zu alone", r->n_pcm, npa[i]);
     }
+    /* on a GPU the decoder reads every generated frame's codes where they were made */
+    qtts_model_info mi;
+    qtts_model_get_info(m, &mi);
+    int n_frames = 0, n_dev = 0, all = 1; /* the cancelled request decodes what it got before the cancel */
+    for (int i = 0; i < N_REQ; i++) {
+        const int nd = rs[i].res.stats.n_device_codes, nf = rs[i].res.n_frames;
+        all &= i == 4 ? nd <= nf : nd == nf;
+        n_frames += nf;
+        n_dev += nd;
+    }
+    snprintf(name, sizeof name, "%s/codes_stay_on_device", pfx);
+    test_report(name, mi.backend == QTTS_BACKEND_CPU ? n_dev == 0 : all && n_dev > 0,
+                "%s: %d of %d frames decoded from the device's code ring", qtts_backend_name(mi.backend), n_dev,
+                n_frames);
     snprintf(name, sizeof name, "%s/segments", pfx);
     test_report(name, rs[5].res.n_segments == 3 && rs[5].max_segment == 2 && rs[3].res.n_segments == 1,
                 "%d segments, last chunk of segment %d", rs[5].res.n_segments, rs[5].max_segment);

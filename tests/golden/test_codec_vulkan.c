@@ -7,7 +7,13 @@
  *  - device vs CPU: reported (the sums run in other orders and sin, exp and
  *    erf are the device's), within the same bound;
  *  - streamed == whole: the same codes cut into chunks of 1, 3, 4, 7, 16 and
- *    25 frames (16 is the recorded maximum: 25 goes in two pieces) give the whole pass's samples bit for bit, also after a reset.
+ *    25 frames (16 is the recorded maximum: 25 goes in two pieces) give the
+ *    whole pass's samples bit for bit, also after a reset;
+ *  - codes from a generating stream's ring on the device (cdv_stream_link,
+ *    cdv_stream_decode_ring): chunks of 5 frames numbered across the ring's
+ *    end and 2^32 give the whole pass bit for bit; frames not yet made or
+ *    too old for the ring are refused (the caller then uploads its copy)
+ *    and leave the stream where it was.
  * Needs a Vulkan device (lavapipe in CI) and the golden data; skips without. */
 #include "model/codec_decoder.h"
 #include "model/codec_vulkan.h"
@@ -15,6 +21,7 @@
 #include "test.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +55,55 @@ static int32_t *load_codes(const char *path, int *n_frames) {
     *n_frames = (int)a.shape[0];
     npy_free(&a);
     return c;
+}
+
+/* Codes read from a ring on the device: frame number f in slot f % RING,
+ * numbers from 2^32 - 7 (the ring's end and the 32-bit wrap inside the
+ * first chunk); `whole`: the host-codes pass of the same T frames. */
+#define RING 128
+static void check_ring(vk_dev *dev, cdv_stream *s, const int32_t *codes, int T, const float *whole, size_t spf,
+                       const char *tag) {
+    qtts_error e = {0};
+    char name[128];
+    vk_buf ring = {0};
+    _Atomic int64_t made = 0;
+    const int64_t base = ((int64_t)1 << 32) - 7;
+    float *pcm = malloc((size_t)T * spf * sizeof(float));
+    qtts_status st = vk_buf_alloc(dev, &ring, sizeof(int32_t) * RING * 16, 0, &e);
+    const cdv_code_ring cr = {&ring, RING, &made};
+    if (!st) st = cdv_stream_link(s, &cr, &e);
+    if (!st) st = cdv_stream_reset(s, &e);
+    int refused_ok = 1, used = 0, n_used = 0;
+    for (int t = 0; t < T && !st; t += 5) {
+        const int n = T - t < 5 ? T - t : 5;
+        for (int i = 0; i < n && !st; i++) { /* the generating stream pushes frame base + t + i */
+            const int64_t f = base + t + i;
+            st = vk_buf_upload(dev, &ring, sizeof(int32_t) * 16 * (size_t)(f % RING), codes + (size_t)(t + i) * 16,
+                               sizeof(int32_t) * 16, &e);
+            atomic_store(&made, f + (i < n - 1 ? 1 : 0)); /* the chunk's last frame not made yet */
+        }
+        if (st) break;
+        /* not made yet: refused */
+        st = cdv_stream_decode_ring(s, base + t, n, pcm + (size_t)t * spf, &used, &e);
+        refused_ok &= !st && !used && cdv_stream_position_frames(s) == t;
+        atomic_store(&made, base + t + n);
+        if (!st) st = cdv_stream_decode_ring(s, base + t, n, pcm + (size_t)t * spf, &used, &e);
+        n_used += used ? n : 0;
+    }
+    snprintf(name, sizeof name, "%s/ring_equals_whole", tag);
+    CHECK(name, st == QTTS_OK && n_used == T && memcmp(pcm, whole, (size_t)T * spf * sizeof(float)) == 0,
+          "%s; %d of %d frames from the ring, max diff %.3g", e.msg, n_used, T,
+          max_abs_diff(pcm, whole, (size_t)T * spf));
+    /* too old: more than the ring's slack behind the newest frame */
+    atomic_store(&made, base + RING);
+    const int64_t pos = cdv_stream_position_frames(s);
+    if (!st) st = cdv_stream_decode_ring(s, base, 1, pcm, &used, &e);
+    refused_ok &= !st && !used && cdv_stream_position_frames(s) == pos;
+    snprintf(name, sizeof name, "%s/ring_refuses_unmade_and_old", tag);
+    CHECK(name, st == QTTS_OK && refused_ok, "%s", e.msg);
+    cdv_stream_link(s, NULL, &e);
+    vk_buf_free(dev, &ring);
+    free(pcm);
 }
 
 /* Decode the first max_frames frames of dir/codes.npy on the device and check them. */
@@ -101,6 +157,7 @@ static void check_run(vk_dev *dev, const codec_decoder *d, const char *tag, cons
             CHECK(name, st == QTTS_OK && memcmp(chunked, gpu, ns * sizeof(float)) == 0,
                   "chunks of %d: %s max diff %.3g", sizes[k], e.msg, max_abs_diff(chunked, gpu, ns));
         }
+        check_ring(dev, s, codes, T, gpu, spf, tag);
     }
     cdv_stream_free(s);
     cdv_free(v);

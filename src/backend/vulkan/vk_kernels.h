@@ -35,6 +35,7 @@ enum {
     VK_ST_SEED_LO = 5,  /* the request's seed, low and high 32 bits */
     VK_ST_SEED_HI = 6,
     VK_ST_DRAWS = 7,    /* random draws made so far (the counter of the counter-based RNG) */
+    VK_ST_SERIAL = 8,   /* frames this stream has pushed to its code ring, mod 2^32 (codes_push) */
     VK_ST_CODES = 16,   /* [16] this frame's codes, codebook 0..15 */
     VK_ST_AGREE = 32,   /* [16] 1 where the pick equalled the teacher's code */
     VK_ST_WORDS = 64
@@ -171,6 +172,20 @@ typedef struct vk_pc_sample {
 typedef struct vk_pc_advance {
     uint32_t unused;
 } vk_pc_advance;
+
+/* codes_push.comp: st[VK_ST_CODES .. + G) into ring slot st[VK_ST_SERIAL] %
+ * ring_frames, then st[VK_ST_SERIAL] += 1. Bindings: 0 st, 1 ring int
+ * [ring_frames][G]. Dispatch (1, 1, 1); G <= 64. */
+typedef struct vk_pc_codes_push {
+    uint32_t G, ring_frames;
+} vk_pc_codes_push;
+
+/* codes_gather.comp: when ctl[2] != 0, codes[t][q] = ring[((ctl[1] + t) %
+ * ring_frames)][q] clamped to [0, size). Bindings: 0 ring int, 1 ctl uint,
+ * 2 codes int [n][Q]. Dispatch (ceil(n Q / 64), 1, 1). */
+typedef struct vk_pc_codes_gather {
+    uint32_t n, Q, ring_frames, size;
+} vk_pc_codes_gather;
 
 /* quantize_q8.comp: the CPU's int8 activation blocks (q8_prep, quant.h
  * "Activation blocks") of X [n][cols] for the dp4 matvecs: per row i and

@@ -19,6 +19,7 @@ const uint VK_ST_BAN_EOS = 4u;
 const uint VK_ST_SEED_LO = 5u;
 const uint VK_ST_SEED_HI = 6u;
 const uint VK_ST_DRAWS = 7u;
+const uint VK_ST_SERIAL = 8u;
 const uint VK_ST_CODES = 16u;
 const uint VK_ST_AGREE = 32u;
 const uint VK_ST_WORDS = 64u;
