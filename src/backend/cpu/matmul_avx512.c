@@ -104,73 +104,6 @@ AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *
         for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
 }
 
-/* Rows per L2-resident block when X has more than 4 rows. */
-static int row_block(size_t row_bytes) {
-    size_t rb = (256u * 1024u) / (row_bytes ? row_bytes : 1);
-    if (rb < 4) rb = 4;
-    if (rb > 4096) rb = 4096;
-    return (int)(rb & ~(size_t)3);
-}
-
-AI void store_tile(float *Y, int rows, int r, int i0, int R, int N, const float *bias, float out[4][4]) {
-    for (int rr = 0; rr < R; rr++) {
-        const float b = bias ? bias[r + rr] : 0.0f;
-        for (int i = 0; i < N; i++) Y[(size_t)(i0 + i) * rows + r + rr] = out[rr][i] + b;
-    }
-}
-
-#define TILE_CASES(CALL)                                                                                               \
-    switch (R * 8 + N) {                                                                                               \
-    case 1 * 8 + 1: CALL(1, 1); break;                                                                                 \
-    case 1 * 8 + 2: CALL(1, 2); break;                                                                                 \
-    case 1 * 8 + 3: CALL(1, 3); break;                                                                                 \
-    case 1 * 8 + 4: CALL(1, 4); break;                                                                                 \
-    case 4 * 8 + 1: CALL(4, 1); break;                                                                                 \
-    case 4 * 8 + 2: CALL(4, 2); break;                                                                                 \
-    case 4 * 8 + 3: CALL(4, 3); break;                                                                                 \
-    default: CALL(4, 4); break;                                                                                        \
-    }
-
-AI void mm_float(int dt, const qt_mat *W, const float *X, int n, const float *bias, float *Y, int r0, int r1) {
-    const int cols = W->cols, rows = W->rows;
-    const size_t wst = (size_t)cols * (dt == DT32 ? 4 : 2);
-    const uint8_t *base = W->data;
-    const int rb = n <= 4 ? r1 - r0 : row_block(wst);
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 4) {
-            const int N = n - i0 < 4 ? n - i0 : 4;
-            const float *x = X + (size_t)i0 * cols;
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                const uint8_t *w = base + (size_t)r * wst;
-                float out[4][4];
-#define CALL_F(RR, NN) tile_f(dt, RR, NN, w, wst, x, (size_t)cols, cols, out)
-                TILE_CASES(CALL_F)
-#undef CALL_F
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
-}
-
-static void mm_f32_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                          int r0, int r1) {
-    (void)prep;
-    mm_float(DT32, W, X, n, bias, Y, r0, r1);
-}
-static void mm_f16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                          int r0, int r1) {
-    (void)prep;
-    mm_float(DT16, W, X, n, bias, Y, r0, r1);
-}
-static void mm_bf16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                           int r0, int r1) {
-    (void)prep;
-    mm_float(DTBF, W, X, n, bias, Y, r0, r1);
-}
-
 /* ------------------------------------------------------------ bf16 dot product (opt-in) */
 
 AI void tile_dp(int R, int N, const uint16_t *w, size_t wst,
@@ -207,32 +140,6 @@ AI void tile_dp(int R, int N, const uint16_t *w, size_t wst,
     }
     for (int r = 0; r < R; r++)
         for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
-}
-
-static void mm_bf16dp_avx512(const qt_mat *W, const float *X,
-                                                                   const void *prep, int n, const float *bias,
-                                                                   float *Y, int r0, int r1) {
-    (void)X;
-    const int cols = W->cols, rows = W->rows;
-    const size_t xst = ((size_t)cols + 31) / 32 * 32;
-    const uint16_t *base = W->data;
-    const int rb = n <= 4 ? r1 - r0 : row_block((size_t)cols * 2);
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 4) {
-            const int N = n - i0 < 4 ? n - i0 : 4;
-            const uint16_t *x = bf16_prep_row(prep, cols, i0);
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                float out[4][4];
-#define CALL_DP(RR, NN) tile_dp(RR, NN, base + (size_t)r * cols, (size_t)cols, x, xst, cols, out)
-                TILE_CASES(CALL_DP)
-#undef CALL_DP
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
 }
 
 /* ------------------------------------------------------------ int8 / int4 (VNNI) */
@@ -321,20 +228,33 @@ AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, 
         for (int i = 0; i < N; i++) out[rr][i] = hsum16(acc[rr][i]);
 }
 
-AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
-    const int rows = W->rows;
-    const int rb = n <= 2 ? r1 - r0 : row_block(qmat_row_bytes(W));
+/* the row drivers and the table entries mm_f32_avx512 ... mm_q4m_avx512,
+ * (mm_bf16dp_avx512 below) */
+#define MM_ISA avx512
+#define MM_F_ROWS 4
+#define MM_OUT_N 4
+#include "backend/cpu/matmul_driver.h"
+
+/* The bf16 dot-product tiles over rows [r0, r1), X as bf16 rows from the
+ * preparation (zero padded to 32 columns), the blocking of mm_float. */
+static void mm_bf16dp_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                             int r0, int r1) {
+    (void)X;
+    const int cols = W->cols, rows = W->rows;
+    const size_t xst = ((size_t)cols + 31) / 32 * 32;
+    const uint16_t *base = W->data;
+    const int rb = n <= 4 ? r1 - r0 : row_block((size_t)cols * 2);
     for (int b0 = r0; b0 < r1; b0 += rb) {
         const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 2) {
-            const int N = n - i0 < 2 ? n - i0 : 2;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            const uint16_t *x = bf16_prep_row(prep, cols, i0);
             for (int r = b0; r < b1;) {
                 const int R = b1 - r >= 4 ? 4 : 1;
                 float out[4][4];
-                if (R == 4 && N == 2) tile_q(fmt, 4, 2, W, r, prep, i0, out);
-                else if (R == 4) tile_q(fmt, 4, 1, W, r, prep, i0, out);
-                else if (N == 2) tile_q(fmt, 1, 2, W, r, prep, i0, out);
-                else tile_q(fmt, 1, 1, W, r, prep, i0, out);
+#define CALL_DP(RR, NN) tile_dp(RR, NN, base + (size_t)r * cols, (size_t)cols, x, xst, cols, out)
+                MM_TILES_4(CALL_DP)
+#undef CALL_DP
                 store_tile(Y, rows, r, i0, R, N, bias, out);
                 r += R;
             }
@@ -404,22 +324,6 @@ static void prep_q4_avx512(const qt_mat *W, const float *X, int n, void *buf) {
 }
 static void prep_q4m_avx512(const qt_mat *W, const float *X, int n, void *buf) {
     q8_prep_ex(W, X, n, buf, 4, Q8_OFF_NONE);
-}
-
-static void mm_q8_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                               int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ8, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                               int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ4, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4m_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                                int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
 }
 
 /* QT_Q8_B32_X16: one group of 16 rows against N <= 4 rows of X. Per block,
