@@ -98,4 +98,13 @@ static inline ops_tr_phase ops_tr_phase_of(const ops_conv_args *a, int p) {
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);
 void conv_transpose1d_scalar(const ops_conv_args *a, int o0, int o1);
 
+/* The scalar code of the AVX2 and AVX-512 tables (conv.c): the products
+ * fused (fmaf), as their vector FMA, in the same order, so the same bits.
+ * conv1d_fma_generic: the whole conv1d, for the shapes their tiles do not
+ * take (k > 64 taps, stride > 1 without a->xph). conv_tr_edges_fma: the edge
+ * outputs of phase p (ph->qa..ph->ia and ph->ib..ph->qb) of a transposed conv
+ * for output channels [o, o + n). */
+void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1);
+void conv_tr_edges_fma(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph);
+
 #endif
