@@ -1,6 +1,7 @@
-/* 1-D convolutions: the scalar reference kernels and the entry points that
- * pick a kernel table and split output channels, or for a large input output
- * steps, over threads (see conv.h). */
+/* 1-D convolutions: the scalar reference kernels, the SIMD tables' scalar
+ * FMA code, and the entry points that pick a kernel table and split output
+ * channels, or for a large input output steps, over threads (see conv.h).
+ * Dataflow: x[cin][t] (by phase if stride > 1) -> the table's kernel per channel or step range -> y[cout][t]. */
 #include "backend/cpu/conv.h"
 
 #include <math.h>

@@ -1,5 +1,7 @@
 /* AVX2 + FMA convolution and SnakeBeta kernels (see conv.h for the contract;
- * the structure is that of conv_avx512.c with 8 lanes).
+ * the structure is that of conv_avx512.c with 8 lanes; the transposed
+ * driver: conv_driver.h; the scalar edges: conv.c).
+ * Dataflow: x[cin][t] -> channels x 8-step vectors, an FMA per input channel and tap -> y[cout][t].
  * conv1d: register tiles of CO <= 6 output channels x TV <= 2 vectors of 8
  * output steps; for each input channel (in order) and tap (in order) one
  * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.

@@ -1,4 +1,6 @@
-/* AVX-512 convolution and SnakeBeta kernels (see conv.h for the contract).
+/* AVX-512 convolution and SnakeBeta kernels (see conv.h for the contract;
+ * the transposed driver: conv_driver.h; the scalar edges: conv.c).
+ * Dataflow: x[cin][t] -> channels x 16-step vectors, an FMA per input channel and tap -> y[cout][t].
  * conv1d: register tiles of CO <= 6 output channels x TV <= 4 vectors of 16
  * output steps, in time blocks whose input stays in L2; for each input
  * channel (in order) and tap (in order) one
@@ -129,9 +131,9 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
     }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
     /* Time blocks whose input (cin_g rows of tb + span steps) stays in L2
-     * while every output channel of the range passes over it: a long chunk
-     * (the 8-24 kHz blocks) no longer streams all of x from L3 once per 4
-     * channels. The order of each output's terms is unchanged. */
+     * while every output channel of the range passes over it, so a long
+     * chunk (the 8-24 kHz blocks) reads x from L3 once, not once per tile of
+     * channels. The order of each output's terms is the same in any block. */
     const long long tbl = (long long)(OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - span;
     const int tb = tbl < 4 * VL ? 4 * VL : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / (4 * VL)) * 4 * VL;
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {

@@ -1,6 +1,6 @@
-/* AVX2 + FMA + F16C matmul kernels for every weight format, plus dot/axpy.
- * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
- * (R in {1, 4}, N in {1, 2}) -> one 8-lane f32 accumulator per output.
+/* AVX2 + FMA + F16C leaf kernels of the matmul table for every weight format
+ * (the row drivers: matmul_driver.h), plus dot/axpy, attention and SwiGLU.
+ * Dataflow: W, X rows -> tiles of R in {1, 4} x N in {1, 2} rows -> an 8-lane f32 sum per output -> Y.
  *
  * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
  * sequence of operations whatever the tile, n or row range: float formats FMA

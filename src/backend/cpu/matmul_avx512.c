@@ -1,8 +1,7 @@
-/* AVX-512 matmul kernels (F/BW/VL/DQ; VNNI for the int8/int4 formats,
- * AVX512_BF16 for the opt-in bf16 dot product), plus dot/axpy.
- * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
- * (R in {1, 4}, N <= 4; the regrouped int8 format: 16 weight rows x N <= 4,
- * or 32 x N <= 6) -> one 16-lane f32 accumulator per output.
+/* AVX-512 leaf kernels of the matmul table (F/BW/VL/DQ; VNNI for the
+ * int8/int4 formats, AVX512_BF16 for the opt-in bf16 dot product; the row
+ * drivers: matmul_driver.h), plus dot/axpy, attention and SwiGLU.
+ * Dataflow: W, X rows -> tiles of R in {1, 4, 16, 32} x N <= 6 rows -> a 16-lane f32 sum per output -> Y.
  *
  * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
  * sequence of operations whatever the tile, n or row range: f32 formats FMA 16
@@ -372,8 +371,9 @@ AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
  * bound it when N > 1: prefill, batched streams). Per row the same exact
  * integer dot and the same float operations as tile_x16: the same bits.
  * X32_ROWS = 6: 24 accumulators and 3 operands fit the 32 registers (8 would
- * spill); against 4 rows, products of 8-32 rows run 4-12 % faster (BENCH.md,
- * fifteenth pass). */
+ * spill); the talker's products with 8-32 rows of X take 0.85-0.96 of the
+ * time of a 4-row tile (0.6B int8, 2 threads, 2-vCPU Zen 5 guest; docs/BENCH.md,
+ * "a 6-row int8 tile for prefill"). */
 #define X32_ROWS 6
 AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[2][X32_ROWS]) {
     const size_t gb = (size_t)nb * 512;
