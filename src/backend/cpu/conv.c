@@ -1,8 +1,10 @@
-/* 1-D convolutions: the scalar reference kernels and the entry points that
- * pick a kernel table and split output channels, or for a large input output
- * steps, over threads (see conv.h). */
+/* 1-D convolutions: the scalar reference kernels, the SIMD tables' scalar
+ * FMA code, and the entry points that pick a kernel table and split output
+ * channels, or for a large input output steps, over threads (see conv.h).
+ * Dataflow: x[cin][t] (by phase if stride > 1) -> the table's kernel per channel or step range -> y[cout][t]. */
 #include "backend/cpu/conv.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,61 @@ void conv_transpose1d_scalar(const ops_conv_args *a, int o0, int o1) {
             }
             yo[t] = acc + (a->bias ? a->bias[o] : 0.0f);
         }
+    }
+}
+
+/* The SIMD tables' scalar code, the products fused as in their vector FMA:
+ * compiled for FMA on x86-64 (only the AVX2 and AVX-512 tables call it), so
+ * fmaf is one instruction, as it is on aarch64. */
+#if defined(__x86_64__) || defined(__i386__)
+#define FMA_CODE __attribute__((target("fma")))
+#else
+#define FMA_CODE
+#endif
+
+FMA_CODE void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    for (int o = o0; o < o1; o++) {
+        const int g = o / cout_g;
+        const float *wo = a->w + (size_t)o * cin_g * k;
+        for (int t = 0; t < t_out; t++) {
+            float acc = 0.0f;
+            for (int i = 0; i < cin_g; i++) {
+                const float *xi = a->x + (size_t)(g * cin_g + i) * a->x_stride + (size_t)t * a->stride;
+                for (int tap = 0; tap < k; tap++) acc = fmaf(wo[i * k + tap], xi[tap * a->dilation], acc);
+            }
+            a->y[(size_t)o * a->y_stride + t] = acc + (a->bias ? a->bias[o] : 0.0f);
+        }
+    }
+}
+
+/* One transposed output y[o][t] over its present terms. */
+FMA_CODE static float tr_point(const ops_conv_args *a, int o, int t) {
+    const int k = a->k, s = a->stride, t_in = a->t_in, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    const int g = o / cout_g, og = o % cout_g;
+    int j_hi = t / s;
+    if (j_hi > t_in - 1) j_hi = t_in - 1;
+    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
+    float acc = 0.0f;
+    for (int i = 0; i < cin_g; i++) {
+        const int ci = g * cin_g + i;
+        const float *xi = a->x + (size_t)ci * a->x_stride;
+        const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
+        for (int j = j_lo; j <= j_hi; j++) {
+            const int tap = t - j * s;
+            acc = fmaf(xi[j], wi[tap], acc);
+        }
+    }
+    return acc + (a->bias ? a->bias[o] : 0.0f);
+}
+
+FMA_CODE void conv_tr_edges_fma(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph) {
+    const int s = a->stride;
+    for (int c = 0; c < n; c++) {
+        float *yo = a->y + (size_t)(o + c) * a->y_stride - a->t0;
+        for (int q = ph->qa; q < ph->ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
+        for (int q = ph->ib; q < ph->qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
     }
 }
 

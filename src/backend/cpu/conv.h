@@ -7,7 +7,7 @@
  * The SIMD kernels (conv_avx2.c, conv_avx512.c) keep that order per output and
  * fuse each multiply-add (FMA), so they differ from the scalar reference in
  * the last bits only; they vectorise over time, threads split output channels
- * or output steps (ops_conv_time_split in ops_dispatch.h).
+ * or output steps (ops_conv_time_split below).
  *
  * The plain functions run on the calling thread with the process's default
  * kernel table (the best for this CPU, or QTTS_ISA); the _ctx variants use the
@@ -93,9 +93,40 @@ static inline ops_tr_phase ops_tr_phase_of(const ops_conv_args *a, int p) {
     return ph;
 }
 
+/* Conv scheduling on the context's thread pool (implemented in ops.c, which
+ * owns the pool; c may be NULL: the calling thread only).
+ * ops_conv_run: a conv kernel over output channels [0, a->cout) split over
+ * the pool; macs sizes the split.
+ * ops_conv_time_split: whether a conv (groups 1) should split its output
+ * steps rather than its output channels, given enough steps (two 64-step
+ * tiles per thread): a transposed conv always (its kernel's register tile is
+ * 64 output channels, which a channel split into tasks cuts into narrow
+ * ones); a conv1d when its input is too large to share one core's L2
+ * (OPS_CONV_TIME_SPLIT_BYTES), so each core reads only its part of it
+ * (docs/BENCH.md, "Convolutions split by time": the conv kernels' GFLOP/s on
+ * 2 threads split both ways).
+ * ops_conv_run_time: a conv kernel over every output channel, output steps
+ * [a->t0, a->t1) split over the pool (conv1d: stride 1 only; transposed:
+ * any). Same bits as ops_conv_run. */
+#define OPS_CONV_TIME_SPLIT_BYTES (1u << 20)
+void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
+                  long long macs);
+int ops_conv_time_split(const ops_ctx *c, const ops_conv_args *a, int transposed);
+void ops_conv_run_time(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
+                       int transposed);
+
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel
  * table entries of ops_kernels_scalar). */
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);
 void conv_transpose1d_scalar(const ops_conv_args *a, int o0, int o1);
+
+/* The scalar code of the AVX2 and AVX-512 tables (conv.c): the products
+ * fused (fmaf), as their vector FMA, in the same order, so the same bits.
+ * conv1d_fma_generic: the whole conv1d, for the shapes their tiles do not
+ * take (k > 64 taps, stride > 1 without a->xph). conv_tr_edges_fma: the edge
+ * outputs of phase p (ph->qa..ph->ia and ph->ib..ph->qb) of a transposed conv
+ * for output channels [o, o + n). */
+void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1);
+void conv_tr_edges_fma(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph);
 
 #endif

@@ -1,5 +1,7 @@
 /* AVX2 + FMA convolution and SnakeBeta kernels (see conv.h for the contract;
- * the structure is that of conv_avx512.c with 8 lanes).
+ * the structure is that of conv_avx512.c with 8 lanes; the transposed
+ * driver: conv_driver.h; the scalar edges: conv.c).
+ * Dataflow: x[cin][t] -> channels x 8-step vectors, an FMA per input channel and tap -> y[cout][t].
  * conv1d: register tiles of CO <= 6 output channels x TV <= 2 vectors of 8
  * output steps; for each input channel (in order) and tap (in order) one
  * broadcast weight FMA'd into each output: acc = fma(w, x, acc), then + bias.
@@ -43,6 +45,7 @@ typedef struct xmap {
     int toff[MAX_K];
 } xmap;
 
+typedef __m256i conv_mask;
 AI __m256i lane_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -108,23 +111,6 @@ AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int
     case 5: C1_TILE(5, XMP, XR0, XT) break;                                                                            \
     default: C1_TILE(6, XMP, XR0, XT) break;                                                                           \
     }
-
-static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
-    const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
-    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    for (int o = o0; o < o1; o++) {
-        const int g = o / cout_g;
-        const float *wo = a->w + (size_t)o * cin_g * k;
-        for (int t = 0; t < t_out; t++) {
-            float acc = 0.0f;
-            for (int i = 0; i < cin_g; i++) {
-                const float *xi = a->x + (size_t)(g * cin_g + i) * a->x_stride + (size_t)t * a->stride;
-                for (int tap = 0; tap < k; tap++) acc = fmaf(wo[i * k + tap], xi[tap * a->dilation], acc);
-            }
-            a->y[(size_t)o * a->y_stride + t] = acc + (a->bias ? a->bias[o] : 0.0f);
-        }
-    }
-}
 
 /* K 1 over a long input: blocks of up to K1_CBMAX input channels x TB1 steps
  * copied together into L1 (the decoder's rows, at strides like 7680 floats,
@@ -220,36 +206,6 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
 
 /* ------------------------------------------------------------ transposed */
 
-static float tr_point(const ops_conv_args *a, int o, int t) {
-    const int k = a->k, s = a->stride, t_in = a->t_in, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    const int g = o / cout_g, og = o % cout_g;
-    int j_hi = t / s;
-    if (j_hi > t_in - 1) j_hi = t_in - 1;
-    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
-    float acc = 0.0f;
-    for (int i = 0; i < cin_g; i++) {
-        const int ci = g * cin_g + i;
-        const float *xi = a->x + (size_t)ci * a->x_stride;
-        const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
-        for (int j = j_lo; j <= j_hi; j++) {
-            const int tap = t - j * s;
-            acc = fmaf(xi[j], wi[tap], acc);
-        }
-    }
-    return acc + (a->bias ? a->bias[o] : 0.0f);
-}
-
-/* The edge outputs of phase p for output channels [o, o + n). */
-static void tr_edges(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph) {
-    const int s = a->stride;
-    for (int c = 0; c < n; c++) {
-        float *yo = a->y + (size_t)(o + c) * a->y_stride - a->t0;
-        for (int q = ph->qa; q < ph->ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-        for (int q = ph->ib; q < ph->qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-    }
-}
-
-
 AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, __m256i mlast,
                 float tmp[4][TVMAX * VL]) {
     const int s = a->stride, k = a->k, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
@@ -285,42 +241,11 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
     }
 }
 
-#define TR_CASES(CO)                                                                                                   \
+#define CONV_TR_TILES(CO)                                                                                              \
     if (TV == 1) tr_tile(CO, 1, a, o, p, M, q, m, tmp);                                                                \
     else tr_tile(CO, 2, a, o, p, M, q, m, tmp);
-
-static void conv_transpose1d_avx2(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, cout_g = a->cout / a->groups;
-    const size_t ys = (size_t)a->y_stride;
-    for (int o = o0; o < o1;) {
-        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-        const int CO = gend - o < 4 ? gend - o : 4;
-        for (int p = 0; p < s; p++) {
-            const ops_tr_phase ph = ops_tr_phase_of(a, p);
-            const int M = ph.M, ia = ph.ia, ib = ph.ib;
-            tr_edges(a, o, CO, p, &ph);
-            for (int q = ia; q < ib; q += TVMAX * VL) {
-                const int rem = ib - q < TVMAX * VL ? ib - q : TVMAX * VL;
-                const int TV = (rem + VL - 1) / VL;
-                const __m256i m = lane_mask(rem - (TV - 1) * VL);
-                _Alignas(32) float tmp[4][TVMAX * VL];
-                switch (CO) {
-                case 1: TR_CASES(1) break;
-                case 2: TR_CASES(2) break;
-                case 3: TR_CASES(3) break;
-                default: TR_CASES(4) break;
-                }
-                for (int c = 0; c < CO; c++) {
-                    float *yo = a->y + (size_t)(o + c) * ys - a->t0 + p;
-                    if (s == 1) memcpy(yo + q, tmp[c], sizeof(float) * rem);
-                    else
-                        for (int u = 0; u < rem; u++) yo[(size_t)(q + u) * s] = tmp[c][u];
-                }
-            }
-        }
-        o += CO;
-    }
-}
+#define CONV_ISA avx2
+#include "backend/cpu/conv_driver.h"
 
 /* ------------------------------------------------------------ SnakeBeta */
 

@@ -1,4 +1,6 @@
-/* AVX-512 convolution and SnakeBeta kernels (see conv.h for the contract).
+/* AVX-512 convolution and SnakeBeta kernels (see conv.h for the contract;
+ * the transposed driver: conv_driver.h; the scalar edges: conv.c).
+ * Dataflow: x[cin][t] -> channels x 16-step vectors, an FMA per input channel and tap -> y[cout][t].
  * conv1d: register tiles of CO <= 6 output channels x TV <= 4 vectors of 16
  * output steps, in time blocks whose input stays in L2; for each input
  * channel (in order) and tap (in order) one
@@ -22,6 +24,7 @@
 
 #define AI static inline __attribute__((always_inline))
 #define VL 16
+#define TVMAX 4
 #define MAX_K 64
 /* Output channels of a conv1d register tile: 6 x 4 vectors of time (24
  * accumulators) where the range has 64 steps or more; where a call has only
@@ -31,6 +34,9 @@
 #define C1_CO_MAX 12
 /* input bytes of one conv1d time block (conv1d_avx512) */
 #define OPS_CONV_L2_BYTES (512u * 1024u)
+
+typedef __mmask16 conv_mask;
+AI __mmask16 lane_mask(int n) { return (__mmask16)((1u << n) - 1u); }
 
 /* x addressing for conv1d: input channel ci, tap -> pointer to output step 0 */
 typedef struct xmap {
@@ -103,25 +109,6 @@ AI void c1_tile(int CO, int TV, int KT, const xmap *xm, int ci0, int cin_g, int 
     default: C1_K(CO, 4) break;                                                                                        \
     }
 
-/* Same terms, same order, scalar FMA: the fallback for shapes the tile does
- * not take (stride > 1 without the deinterleaved copy, k > MAX_K). */
-static void conv1d_fma_generic(const ops_conv_args *a, int o0, int o1) {
-    const int k = a->k, span = a->dilation * (k - 1) + 1, t_out = (a->t_in - span) / a->stride + 1;
-    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    for (int o = o0; o < o1; o++) {
-        const int g = o / cout_g;
-        const float *wo = a->w + (size_t)o * cin_g * k;
-        for (int t = 0; t < t_out; t++) {
-            float acc = 0.0f;
-            for (int i = 0; i < cin_g; i++) {
-                const float *xi = a->x + (size_t)(g * cin_g + i) * a->x_stride + (size_t)t * a->stride;
-                for (int tap = 0; tap < k; tap++) acc = fmaf(wo[i * k + tap], xi[tap * a->dilation], acc);
-            }
-            a->y[(size_t)o * a->y_stride + t] = acc + (a->bias ? a->bias[o] : 0.0f);
-        }
-    }
-}
-
 static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, s = a->stride, d = a->dilation;
     const int span = d * (k - 1) + 1;
@@ -144,9 +131,9 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
     }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
     /* Time blocks whose input (cin_g rows of tb + span steps) stays in L2
-     * while every output channel of the range passes over it: a long chunk
-     * (the 8-24 kHz blocks) no longer streams all of x from L3 once per 4
-     * channels. The order of each output's terms is unchanged. */
+     * while every output channel of the range passes over it, so a long
+     * chunk (the 8-24 kHz blocks) reads x from L3 once, not once per tile of
+     * channels. The order of each output's terms is the same in any block. */
     const long long tbl = (long long)(OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - span;
     const int tb = tbl < 4 * VL ? 4 * VL : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / (4 * VL)) * 4 * VL;
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
@@ -184,40 +171,9 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
 
 /* ------------------------------------------------------------ transposed */
 
-/* One output y[o][t] over the present terms, scalar FMA (edges). */
-static float tr_point(const ops_conv_args *a, int o, int t) {
-    const int k = a->k, s = a->stride, t_in = a->t_in, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    const int g = o / cout_g, og = o % cout_g;
-    int j_hi = t / s;
-    if (j_hi > t_in - 1) j_hi = t_in - 1;
-    const int j_lo = t - k + 1 <= 0 ? 0 : (t - k + 1 + s - 1) / s;
-    float acc = 0.0f;
-    for (int i = 0; i < cin_g; i++) {
-        const int ci = g * cin_g + i;
-        const float *xi = a->x + (size_t)ci * a->x_stride;
-        const float *wi = a->w + ((size_t)ci * cout_g + og) * k;
-        for (int j = j_lo; j <= j_hi; j++) {
-            const int tap = t - j * s;
-            acc = fmaf(xi[j], wi[tap], acc);
-        }
-    }
-    return acc + (a->bias ? a->bias[o] : 0.0f);
-}
-
-/* The edge outputs of phase p for output channels [o, o + n). */
-static void tr_edges(const ops_conv_args *a, int o, int n, int p, const ops_tr_phase *ph) {
-    const int s = a->stride;
-    for (int c = 0; c < n; c++) {
-        float *yo = a->y + (size_t)(o + c) * a->y_stride - a->t0;
-        for (int q = ph->qa; q < ph->ia; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-        for (int q = ph->ib; q < ph->qb; q++) yo[q * s + p] = tr_point(a, o + c, q * s + p);
-    }
-}
-
-
 /* Interior outputs of phase p, q in [q, q + 16 TV): every m in [0, M) present. */
 AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, __mmask16 mlast,
-                float tmp[4][4 * VL]) {
+                float tmp[4][TVMAX * VL]) {
     const int s = a->stride, k = a->k, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
     const int g = o / cout_g, og = o % cout_g;
     __m512 acc[4][4];
@@ -251,46 +207,15 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
     }
 }
 
-#define TR_CASES(CO)                                                                                                   \
+#define CONV_TR_TILES(CO)                                                                                              \
     switch (TV) {                                                                                                      \
     case 1: tr_tile(CO, 1, a, o, p, M, q, m, tmp); break;                                                              \
     case 2: tr_tile(CO, 2, a, o, p, M, q, m, tmp); break;                                                              \
     case 3: tr_tile(CO, 3, a, o, p, M, q, m, tmp); break;                                                              \
     default: tr_tile(CO, 4, a, o, p, M, q, m, tmp); break;                                                             \
     }
-
-static void conv_transpose1d_avx512(const ops_conv_args *a, int o0, int o1) {
-    const int s = a->stride, cout_g = a->cout / a->groups;
-    const size_t ys = (size_t)a->y_stride;
-    for (int o = o0; o < o1;) {
-        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-        const int CO = gend - o < 4 ? gend - o : 4;
-        for (int p = 0; p < s; p++) {
-            const ops_tr_phase ph = ops_tr_phase_of(a, p);
-            const int M = ph.M, ia = ph.ia, ib = ph.ib;
-            tr_edges(a, o, CO, p, &ph);
-            for (int q = ia; q < ib; q += 4 * VL) {
-                const int rem = ib - q < 4 * VL ? ib - q : 4 * VL;
-                const int TV = (rem + VL - 1) / VL, last = rem - (TV - 1) * VL;
-                const __mmask16 m = (__mmask16)((1u << last) - 1u);
-                _Alignas(64) float tmp[4][4 * VL];
-                switch (CO) {
-                case 1: TR_CASES(1) break;
-                case 2: TR_CASES(2) break;
-                case 3: TR_CASES(3) break;
-                default: TR_CASES(4) break;
-                }
-                for (int c = 0; c < CO; c++) {
-                    float *yo = a->y + (size_t)(o + c) * ys - a->t0 + p;
-                    if (s == 1) memcpy(yo + q, tmp[c], sizeof(float) * rem);
-                    else
-                        for (int u = 0; u < rem; u++) yo[(size_t)(q + u) * s] = tmp[c][u];
-                }
-            }
-        }
-        o += CO;
-    }
-}
+#define CONV_ISA avx512
+#include "backend/cpu/conv_driver.h"
 
 /* ------------------------------------------------------------ SnakeBeta */
 

@@ -1,6 +1,6 @@
-/* AVX2 + FMA + F16C matmul kernels for every weight format, plus dot/axpy.
- * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
- * (R in {1, 4}, N in {1, 2}) -> one 8-lane f32 accumulator per output.
+/* AVX2 + FMA + F16C leaf kernels of the matmul table for every weight format
+ * (the row drivers: matmul_driver.h), plus dot/axpy, attention and SwiGLU.
+ * Dataflow: W, X rows -> tiles of R in {1, 4} x N in {1, 2} rows -> an 8-lane f32 sum per output -> Y.
  *
  * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
  * sequence of operations whatever the tile, n or row range: float formats FMA
@@ -101,61 +101,6 @@ AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *
         for (int i = 0; i < N; i++) out[r][i] = hsum8(acc[r][i]);
 }
 
-static int row_block(size_t row_bytes) {
-    size_t rb = (256u * 1024u) / (row_bytes ? row_bytes : 1);
-    if (rb < 4) rb = 4;
-    if (rb > 4096) rb = 4096;
-    return (int)(rb & ~(size_t)3);
-}
-
-AI void store_tile(float *Y, int rows, int r, int i0, int R, int N, const float *bias, float out[4][2]) {
-    for (int rr = 0; rr < R; rr++) {
-        const float b = bias ? bias[r + rr] : 0.0f;
-        for (int i = 0; i < N; i++) Y[(size_t)(i0 + i) * rows + r + rr] = out[rr][i] + b;
-    }
-}
-
-AI void mm_float(int dt, const qt_mat *W, const float *X, int n, const float *bias, float *Y, int r0, int r1) {
-    const int cols = W->cols, rows = W->rows;
-    const size_t wst = (size_t)cols * (dt == DT32 ? 4 : 2);
-    const uint8_t *base = W->data;
-    const int rb = n <= 2 ? r1 - r0 : row_block(wst);
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 2) {
-            const int N = n - i0 < 2 ? n - i0 : 2;
-            const float *x = X + (size_t)i0 * cols;
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                const uint8_t *w = base + (size_t)r * wst;
-                float out[4][2];
-                if (R == 4 && N == 2) tile_f(dt, 4, 2, w, wst, x, (size_t)cols, cols, out);
-                else if (R == 4) tile_f(dt, 4, 1, w, wst, x, (size_t)cols, cols, out);
-                else if (N == 2) tile_f(dt, 1, 2, w, wst, x, (size_t)cols, cols, out);
-                else tile_f(dt, 1, 1, w, wst, x, (size_t)cols, cols, out);
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
-}
-
-static void mm_f32_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
-                        int r1) {
-    (void)prep;
-    mm_float(DT32, W, X, n, bias, Y, r0, r1);
-}
-static void mm_f16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
-                        int r1) {
-    (void)prep;
-    mm_float(DT16, W, X, n, bias, Y, r0, r1);
-}
-static void mm_bf16_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                         int r0, int r1) {
-    (void)prep;
-    mm_float(DTBF, W, X, n, bias, Y, r0, r1);
-}
-
 /* ------------------------------------------------------------ int8 / int4 */
 
 enum { FQ8 = 0, FQ4 = 1, FQ4M = 2 };
@@ -243,27 +188,6 @@ AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, 
         for (int i = 0; i < N; i++) out[rr][i] = hsum8(acc[rr][i]);
 }
 
-AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
-    const int rows = W->rows;
-    const int rb = n <= 2 ? r1 - r0 : row_block(qmat_row_bytes(W));
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 2) {
-            const int N = n - i0 < 2 ? n - i0 : 2;
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                float out[4][2];
-                if (R == 4 && N == 2) tile_q(fmt, 4, 2, W, r, prep, i0, out);
-                else if (R == 4) tile_q(fmt, 4, 1, W, r, prep, i0, out);
-                else if (N == 2) tile_q(fmt, 1, 2, W, r, prep, i0, out);
-                else tile_q(fmt, 1, 1, W, r, prep, i0, out);
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
-}
-
 static void prep_q4_avx2(const qt_mat *W, const float *X, int n, void *buf) {
     q8_prep_ex(W, X, n, buf, 2, Q8_OFF_QUADS_8);
 }
@@ -271,21 +195,11 @@ static void prep_q4m_avx2(const qt_mat *W, const float *X, int n, void *buf) {
     q8_prep_ex(W, X, n, buf, 2, Q8_OFF_NONE);
 }
 
-static void mm_q8_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
-                       int r1) {
-    (void)X;
-    mm_q(FQ8, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
-                       int r1) {
-    (void)X;
-    mm_q(FQ4, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4m_avx2(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y, int r0,
-                        int r1) {
-    (void)X;
-    mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
-}
+/* the row drivers and the table entries mm_f32_avx2 ... mm_q4m_avx2 */
+#define MM_ISA avx2
+#define MM_F_ROWS 2
+#define MM_OUT_N 2
+#include "backend/cpu/matmul_driver.h"
 
 /* ------------------------------------------------ int8 / int4, 16-row groups */
 

@@ -1,8 +1,7 @@
-/* AVX-512 matmul kernels (F/BW/VL/DQ; VNNI for the int8/int4 formats,
- * AVX512_BF16 for the opt-in bf16 dot product), plus dot/axpy.
- * Dataflow: a row range of W -> register tiles of R weight rows x N rows of X
- * (R in {1, 4}, N <= 4; the regrouped int8 format: 16 weight rows x N <= 4,
- * or 32 x N <= 6) -> one 16-lane f32 accumulator per output.
+/* AVX-512 leaf kernels of the matmul table (F/BW/VL/DQ; VNNI for the
+ * int8/int4 formats, AVX512_BF16 for the opt-in bf16 dot product; the row
+ * drivers: matmul_driver.h), plus dot/axpy, attention and SwiGLU.
+ * Dataflow: W, X rows -> tiles of R in {1, 4, 16, 32} x N <= 6 rows -> a 16-lane f32 sum per output -> Y.
  *
  * Bit-exactness: every output Y[i][r] is one accumulator that sees the same
  * sequence of operations whatever the tile, n or row range: f32 formats FMA 16
@@ -104,73 +103,6 @@ AI void tile_f(int dt, int R, int N, const uint8_t *w, size_t wst, const float *
         for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
 }
 
-/* Rows per L2-resident block when X has more than 4 rows. */
-static int row_block(size_t row_bytes) {
-    size_t rb = (256u * 1024u) / (row_bytes ? row_bytes : 1);
-    if (rb < 4) rb = 4;
-    if (rb > 4096) rb = 4096;
-    return (int)(rb & ~(size_t)3);
-}
-
-AI void store_tile(float *Y, int rows, int r, int i0, int R, int N, const float *bias, float out[4][4]) {
-    for (int rr = 0; rr < R; rr++) {
-        const float b = bias ? bias[r + rr] : 0.0f;
-        for (int i = 0; i < N; i++) Y[(size_t)(i0 + i) * rows + r + rr] = out[rr][i] + b;
-    }
-}
-
-#define TILE_CASES(CALL)                                                                                               \
-    switch (R * 8 + N) {                                                                                               \
-    case 1 * 8 + 1: CALL(1, 1); break;                                                                                 \
-    case 1 * 8 + 2: CALL(1, 2); break;                                                                                 \
-    case 1 * 8 + 3: CALL(1, 3); break;                                                                                 \
-    case 1 * 8 + 4: CALL(1, 4); break;                                                                                 \
-    case 4 * 8 + 1: CALL(4, 1); break;                                                                                 \
-    case 4 * 8 + 2: CALL(4, 2); break;                                                                                 \
-    case 4 * 8 + 3: CALL(4, 3); break;                                                                                 \
-    default: CALL(4, 4); break;                                                                                        \
-    }
-
-AI void mm_float(int dt, const qt_mat *W, const float *X, int n, const float *bias, float *Y, int r0, int r1) {
-    const int cols = W->cols, rows = W->rows;
-    const size_t wst = (size_t)cols * (dt == DT32 ? 4 : 2);
-    const uint8_t *base = W->data;
-    const int rb = n <= 4 ? r1 - r0 : row_block(wst);
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 4) {
-            const int N = n - i0 < 4 ? n - i0 : 4;
-            const float *x = X + (size_t)i0 * cols;
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                const uint8_t *w = base + (size_t)r * wst;
-                float out[4][4];
-#define CALL_F(RR, NN) tile_f(dt, RR, NN, w, wst, x, (size_t)cols, cols, out)
-                TILE_CASES(CALL_F)
-#undef CALL_F
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
-}
-
-static void mm_f32_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                          int r0, int r1) {
-    (void)prep;
-    mm_float(DT32, W, X, n, bias, Y, r0, r1);
-}
-static void mm_f16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                          int r0, int r1) {
-    (void)prep;
-    mm_float(DT16, W, X, n, bias, Y, r0, r1);
-}
-static void mm_bf16_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
-                           int r0, int r1) {
-    (void)prep;
-    mm_float(DTBF, W, X, n, bias, Y, r0, r1);
-}
-
 /* ------------------------------------------------------------ bf16 dot product (opt-in) */
 
 AI void tile_dp(int R, int N, const uint16_t *w, size_t wst,
@@ -207,32 +139,6 @@ AI void tile_dp(int R, int N, const uint16_t *w, size_t wst,
     }
     for (int r = 0; r < R; r++)
         for (int i = 0; i < N; i++) out[r][i] = hsum16(acc[r][i]);
-}
-
-static void mm_bf16dp_avx512(const qt_mat *W, const float *X,
-                                                                   const void *prep, int n, const float *bias,
-                                                                   float *Y, int r0, int r1) {
-    (void)X;
-    const int cols = W->cols, rows = W->rows;
-    const size_t xst = ((size_t)cols + 31) / 32 * 32;
-    const uint16_t *base = W->data;
-    const int rb = n <= 4 ? r1 - r0 : row_block((size_t)cols * 2);
-    for (int b0 = r0; b0 < r1; b0 += rb) {
-        const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 4) {
-            const int N = n - i0 < 4 ? n - i0 : 4;
-            const uint16_t *x = bf16_prep_row(prep, cols, i0);
-            for (int r = b0; r < b1;) {
-                const int R = b1 - r >= 4 ? 4 : 1;
-                float out[4][4];
-#define CALL_DP(RR, NN) tile_dp(RR, NN, base + (size_t)r * cols, (size_t)cols, x, xst, cols, out)
-                TILE_CASES(CALL_DP)
-#undef CALL_DP
-                store_tile(Y, rows, r, i0, R, N, bias, out);
-                r += R;
-            }
-        }
-    }
 }
 
 /* ------------------------------------------------------------ int8 / int4 (VNNI) */
@@ -321,20 +227,33 @@ AI void tile_q(int fmt, int R, int N, const qt_mat *W, int r, const void *prep, 
         for (int i = 0; i < N; i++) out[rr][i] = hsum16(acc[rr][i]);
 }
 
-AI void mm_q(int fmt, const qt_mat *W, const void *prep, int n, const float *bias, float *Y, int r0, int r1) {
-    const int rows = W->rows;
-    const int rb = n <= 2 ? r1 - r0 : row_block(qmat_row_bytes(W));
+/* the row drivers and the table entries mm_f32_avx512 ... mm_q4m_avx512,
+ * (mm_bf16dp_avx512 below) */
+#define MM_ISA avx512
+#define MM_F_ROWS 4
+#define MM_OUT_N 4
+#include "backend/cpu/matmul_driver.h"
+
+/* The bf16 dot-product tiles over rows [r0, r1), X as bf16 rows from the
+ * preparation (zero padded to 32 columns), the blocking of mm_float. */
+static void mm_bf16dp_avx512(const qt_mat *W, const float *X, const void *prep, int n, const float *bias, float *Y,
+                             int r0, int r1) {
+    (void)X;
+    const int cols = W->cols, rows = W->rows;
+    const size_t xst = ((size_t)cols + 31) / 32 * 32;
+    const uint16_t *base = W->data;
+    const int rb = n <= 4 ? r1 - r0 : row_block((size_t)cols * 2);
     for (int b0 = r0; b0 < r1; b0 += rb) {
         const int b1 = b0 + rb < r1 ? b0 + rb : r1;
-        for (int i0 = 0; i0 < n; i0 += 2) {
-            const int N = n - i0 < 2 ? n - i0 : 2;
+        for (int i0 = 0; i0 < n; i0 += 4) {
+            const int N = n - i0 < 4 ? n - i0 : 4;
+            const uint16_t *x = bf16_prep_row(prep, cols, i0);
             for (int r = b0; r < b1;) {
                 const int R = b1 - r >= 4 ? 4 : 1;
                 float out[4][4];
-                if (R == 4 && N == 2) tile_q(fmt, 4, 2, W, r, prep, i0, out);
-                else if (R == 4) tile_q(fmt, 4, 1, W, r, prep, i0, out);
-                else if (N == 2) tile_q(fmt, 1, 2, W, r, prep, i0, out);
-                else tile_q(fmt, 1, 1, W, r, prep, i0, out);
+#define CALL_DP(RR, NN) tile_dp(RR, NN, base + (size_t)r * cols, (size_t)cols, x, xst, cols, out)
+                MM_TILES_4(CALL_DP)
+#undef CALL_DP
                 store_tile(Y, rows, r, i0, R, N, bias, out);
                 r += R;
             }
@@ -406,22 +325,6 @@ static void prep_q4m_avx512(const qt_mat *W, const float *X, int n, void *buf) {
     q8_prep_ex(W, X, n, buf, 4, Q8_OFF_NONE);
 }
 
-static void mm_q8_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                               int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ8, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                               int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ4, W, prep, n, bias, Y, r0, r1);
-}
-static void mm_q4m_avx512(const qt_mat *W, const float *X, const void *prep,
-                                                                int n, const float *bias, float *Y, int r0, int r1) {
-    (void)X;
-    mm_q(FQ4M, W, prep, n, bias, Y, r0, r1);
-}
-
 /* QT_Q8_B32_X16: one group of 16 rows against N <= 4 rows of X. Per block,
  * 8 vpdpbusd (4 columns x 16 rows each, the X bytes broadcast) give the 16
  * rows' exact integer dots (started at -128 isum, which cancels the + 128 of
@@ -468,8 +371,9 @@ AI void tile_x16(int N, const qt_mat *W, size_t g, int nb, const void *prep, int
  * bound it when N > 1: prefill, batched streams). Per row the same exact
  * integer dot and the same float operations as tile_x16: the same bits.
  * X32_ROWS = 6: 24 accumulators and 3 operands fit the 32 registers (8 would
- * spill); against 4 rows, products of 8-32 rows run 4-12 % faster (BENCH.md,
- * fifteenth pass). */
+ * spill); the talker's products with 8-32 rows of X take 0.85-0.96 of the
+ * time of a 4-row tile (0.6B int8, 2 threads, 2-vCPU Zen 5 guest; docs/BENCH.md,
+ * "a 6-row int8 tile for prefill"). */
 #define X32_ROWS 6
 AI void tile_x32(int N, const qt_mat *W, size_t g, int nb, const void *prep, int i0, __m512 acc[2][X32_ROWS]) {
     const size_t gb = (size_t)nb * 512;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/conv.h"
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
 #include "backend/cpu/threadpool.h"

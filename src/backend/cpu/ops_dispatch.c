@@ -1,4 +1,5 @@
-/* ISA detection and kernel table choice (see ops_dispatch.h). */
+/* ISA detection and kernel table choice (see ops_dispatch.h).
+ * Dataflow: cpuid/xgetbv -> ops_cpu -> each usable ISA's table, filled once -> QTTS_ISA's or the best. */
 #include "backend/cpu/ops_dispatch.h"
 
 #include <math.h>

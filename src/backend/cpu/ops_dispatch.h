@@ -31,25 +31,6 @@ const ops_kernels *ops_kernels_best(void);
  * entries): prepares X in a temporary buffer where the format needs it. */
 void ops_matmul_with(const ops_kernels *k, const qt_mat *W, const float *X, int n, const float *bias, float *Y);
 
-/* Run a conv kernel over output channels [0, a->cout) on the context's pool
- * (ops.c; c may be NULL: calling thread only). macs sizes the split. */
-/* Whether a conv (groups 1) should split its output steps over the pool
- * rather than its output channels, given enough steps (two 64-step tiles per
- * thread): a transposed conv always (its kernel's register tile is 64 output
- * channels, which a channel split into tasks cuts into narrow ones); a conv1d
- * when its input is too large to share one core's L2
- * (OPS_CONV_TIME_SPLIT_BYTES), so each core reads only its part of it
- * (docs/BENCH.md, fourth pass, has the codec decoder before and after). */
-#define OPS_CONV_TIME_SPLIT_BYTES (1u << 20)
-int ops_conv_time_split(const ops_ctx *c, const ops_conv_args *a, int transposed);
-/* Run a conv kernel over every output channel, output steps [a->t0, a->t1)
- * split over the pool (conv1d: stride 1 only; transposed: any). Same bits as
- * ops_conv_run. */
-void ops_conv_run_time(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
-                       int transposed);
-void ops_conv_run(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
-                  long long macs);
-
 /* Per-ISA table fillers (each in its ISA's files). */
 void ops_fill_avx2(ops_kernels *k);
 void ops_fill_avx512(ops_kernels *k, int vnni, int bf16);
