@@ -95,8 +95,6 @@ struct qtts_context {
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t);
 
-/* Monotonic clock in milliseconds. */
-double now_ms(void);
 
 /* Start a generation on c: validate, resolve, build the prompt, prefill.
  * On success c->gs.active = 1 and frames come from gen_step. */

@@ -78,7 +78,7 @@ typedef struct chunk_log {
 
 static int on_audio(const float *pcm, size_t n, void *user) {
     chunk_log *l = user;
-    const double t = bench_now_ms() - l->t0;
+    const double t = tool_now_ms() - l->t0;
     if (!pthread_equal(pthread_self(), l->caller)) l->off_thread++;
     if (l->count < RUN_MAX_CHUNKS) {
         l->t[l->count] = t;
@@ -196,10 +196,10 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     int n_gen = 0;
     rss_reset_peak();
     mhz_sampler *mz = mhz_start(100);
-    log->t0 = bench_now_ms();
+    log->t0 = tool_now_ms();
     if (no_audio) st = qtts_generate_codes(ctx, &gp, on_frame, log, NULL, &n_gen);
     else st = qtts_synthesize(ctx, &gp, &ap, on_audio, log, NULL, NULL);
-    const double t1 = bench_now_ms();
+    const double t1 = tool_now_ms();
     mhz_stop(mz, &m->mhz_mean, &m->mhz_min, &m->mhz_max);
     m->peak_rss_mib = rss_peak_mib();
     m->status = st;

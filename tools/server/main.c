@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loadgen.h"
+#include "../common/loadgen.h"
 #include "server.h"
 
 static void usage(void) {
