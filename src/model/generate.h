@@ -1,7 +1,8 @@
 /* qtts_context and the generation loop: request -> prompt -> talker prefill
  * -> per frame: codec_head logits, processors, pick codebook 0, code predictor
  * for codebooks 1..15, frame embedding + next text vector -> talker step.
- * Matches Qwen3TTSForConditionalGeneration.generate with HF 4.57 semantics. */
+ * Matches Qwen3TTSForConditionalGeneration.generate
+ * (qwen_tts/core/models/modeling_qwen3_tts.py) with HF 4.57 semantics. */
 #ifndef QTTS_MODEL_GENERATE_H
 #define QTTS_MODEL_GENERATE_H
 

@@ -1,4 +1,7 @@
-/* qtts speak: text -> codec frames (-> audio in later stages). */
+/* qtts speak: text -> model, voice and context -> qtts_synthesize (audio to
+ * -o FILE or --stdout, streamed or whole) or, with codes only,
+ * qtts_generate_codes; --dump-codes writes each frame's 16 codes, and a
+ * progress line goes to stderr on a terminal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

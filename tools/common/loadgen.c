@@ -5,7 +5,8 @@
  * before and after give the frames generated and the engine's step and
  * decode seconds, hence generation throughput (audio seconds of frames per
  * second of batched stepping, decode excluded). Definitions follow
- * docs/BENCHMARKING.md; the report prints them. */
+ * ../shared/BENCHMARKING.md (docs/BENCH.md, "Server"); the report prints
+ * them. */
 #include "loadgen.h"
 
 #include <errno.h>
@@ -28,7 +29,7 @@
 #define LG_MAX_TEXTS 32
 
 /* --mix: short, medium and long texts, with numbers, names and questions, in
- * three languages (docs/BENCHMARKING.md: one paragraph hides things). Mixed
+ * three languages (../shared/BENCHMARKING.md: one paragraph hides things). Mixed
  * lengths also keep a closed loop's clients from finishing together and
  * coming back as a burst, so a level measures requests joining a running
  * batch. The second is the default --text. */
