@@ -229,7 +229,7 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     /* cadence and streaming viability: a player starts at the first chunk and
      * plays continuously; a chunk arriving after the audio before it has run
      * out is a stall (it then restarts the clock). Underrun as defined in
-     * BENCHMARKING.md: the gap before a chunk exceeds the audio of the chunk
+     * ../shared/BENCHMARKING.md: the gap before a chunk exceeds the audio of the chunk
      * before it. */
     double *gaps = malloc(sizeof(double) * (size_t)(log->count > 1 ? log->count : 1));
     int ng = 0, under = 0, on_time = log->count ? 1 : 0;
