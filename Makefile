@@ -46,8 +46,12 @@ LIB_SRC   := $(shell find src -name '*.c' | sort)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC   := $(shell find tools/cli -name '*.c' | sort)
 CLI_OBJ   := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+# tools/common: what more than one tool links (the load generator and its
+# HTTP client: qtts-server --loadgen and qtts-bench server)
+COMMON_SRC := $(shell find tools/common -name '*.c' 2>/dev/null | sort)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 SERVER_SRC := $(shell find tools/server -name '*.c' 2>/dev/null | sort)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o) $(COMMON_OBJ)
 SERVER_LIB_OBJ := $(filter-out $(BUILD)/obj/tools/server/main.o,$(SERVER_OBJ))
 BENCH_SRC := $(shell find tools/bench -name '*.c' 2>/dev/null | sort)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
@@ -57,9 +61,10 @@ TCOMMON_SRC := $(wildcard tests/common/*.c)
 TCOMMON_OBJ := $(TCOMMON_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/bench/test_*.c tests/server/test_*.c))
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+UNIT_BIN  := $(filter $(BUILD)/tests/unit/%,$(TEST_BIN))
 TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh tests/server/test_*.sh tests/bench/test_*.sh))
 
-.PHONY: all test debug debug-test tsan-test clean deps
+.PHONY: all test test-unit kbench debug debug-test tsan-test clean deps
 all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench) $(if $(SERVER_SRC),$(BUILD)/qtts-server)
 
 # Per-ISA kernel files get their instruction-set flags; everything else is
@@ -151,8 +156,9 @@ $(BUILD)/libqtts.a: $(LIB_OBJ)
 $(BUILD)/qtts: $(CLI_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
 
-# qtts-bench server is the server's load generator (an HTTP client: no server libraries)
-LOADGEN_OBJ := $(addprefix $(BUILD)/obj/tools/server/,loadgen.o client.o metrics.o)
+# qtts-bench server is the load generator of tools/common (an HTTP client: no
+# server libraries; it reads /metrics with the server's metrics.c)
+LOADGEN_OBJ := $(COMMON_OBJ) $(BUILD)/obj/tools/server/metrics.o
 $(BUILD)/qtts-bench: $(BENCH_OBJ) $(LOADGEN_OBJ) $(BUILD)/libqtts.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(BENCH_OBJ) $(LOADGEN_OBJ) $(BUILD)/libqtts.a $(LDLIBS)
 
@@ -162,7 +168,7 @@ $(BUILD)/qtts-server: $(SERVER_OBJ) $(BUILD)/libqtts.a
 # tests of the server link its objects (all but main.c)
 $(BUILD)/tests/server/%: tests/server/%.c $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/common -Itools/server -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts-internal.a $(SERVER_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/common -Itools/server -Itools/common -MMD -MP -o $@ $< $(TCOMMON_OBJ) $(SERVER_LIB_OBJ) $(BUILD)/libqtts-internal.a $(SERVER_LIBS) $(LDLIBS)
 
 # tests of the bench tool link its objects (all but main.c)
 $(BUILD)/tests/bench/%: tests/bench/%.c $(TCOMMON_OBJ) $(BENCH_LIB_OBJ) $(BUILD)/libqtts-internal.a
@@ -183,6 +189,16 @@ tests: $(TEST_BIN) $(BUILD)/tests/header_cxx.o $(BUILD)/qtts
 
 test: all tests
 	@BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN) $(TEST_SCRIPTS)
+
+# the unit tests alone (tests/unit: kernels, ops, parsers; no model run), in
+# seconds
+test-unit: $(UNIT_BIN)
+	@BUILD=$(BUILD) sh tests/run_tests.sh $(UNIT_BIN)
+
+# the kernel micro-benchmark (tests/bench/kbench.c: no assertion, not a test)
+kbench: $(BUILD)/kbench
+$(BUILD)/kbench: tests/bench/kbench.c $(BUILD)/libqtts-internal.a
+	$(CC) $(ALL_CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libqtts-internal.a $(LDLIBS)
 
 debug:
 	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all tests

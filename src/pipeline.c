@@ -51,6 +51,7 @@
 #include "backend/cpu/lend.h"
 #include "model/voice.h"
 #include "text/split.h"
+#include "util/clock.h"
 
 #define MAX_CHUNK 64 /* frames per chunk at most (qtts_audio_params) */
 
@@ -660,14 +661,7 @@ int qtts_pipeline_n_requests(const qtts_pipeline *p) { return p ? p->n_slots - q
 
 void qtts_pipeline_wait(qtts_pipeline *p, int timeout_ms) {
     if (!p) return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    const struct timespec ts = deadline_after_ms(timeout_ms);
     pthread_mutex_lock(&p->mu);
     while (!qtts_pipeline_busy(p) && qtts_pipeline_n_requests(p) > 0)
         if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT) break;

@@ -1,6 +1,7 @@
 /* Code predictor ("sub-talker"): a small Qwen3 decoder that, given the talker's
  * post-norm hidden state and codebook-0 token of a frame, predicts codebooks
- * 1..15 one after another. Matches Qwen3TTSTalkerCodePredictorModelForConditionalGeneration:
+ * 1..15 one after another. Matches Qwen3TTSTalkerCodePredictorModelForConditionalGeneration
+ * (qwen_tts/core/models/modeling_qwen3_tts.py):
  * optional small_to_mtp_projection (1.7B: talker width -> predictor width),
  * 15 input embedding tables (talker width) and 15 output heads. */
 #ifndef QTTS_MODEL_CODE_PREDICTOR_H

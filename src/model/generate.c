@@ -2,13 +2,13 @@
 #include "model/generate.h"
 #include "model/lm_vulkan.h"
 #include "model/voice.h"
+#include "util/clock.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 qtts_context_params qtts_context_default_params(void) {
     qtts_context_params p;
@@ -162,12 +162,6 @@ qtts_stop_reason qtts_context_stop_reason(const qtts_context *c) { return c ? c-
 int qtts_context_n_capped_segments(const qtts_context *c) { return c ? c->n_capped : 0; }
 
 void context_set_trace(qtts_context *ctx, const gen_trace *t) { ctx->trace = t; }
-
-double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 void qtts_context_get_stats(const qtts_context *c, qtts_stats *st) {
     if (!st) return;

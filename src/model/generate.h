@@ -1,7 +1,8 @@
 /* qtts_context and the generation loop: request -> prompt -> talker prefill
  * -> per frame: codec_head logits, processors, pick codebook 0, code predictor
  * for codebooks 1..15, frame embedding + next text vector -> talker step.
- * Matches Qwen3TTSForConditionalGeneration.generate with HF 4.57 semantics. */
+ * Matches Qwen3TTSForConditionalGeneration.generate
+ * (qwen_tts/core/models/modeling_qwen3_tts.py) with HF 4.57 semantics. */
 #ifndef QTTS_MODEL_GENERATE_H
 #define QTTS_MODEL_GENERATE_H
 
@@ -98,9 +99,6 @@ void context_set_trace(qtts_context *ctx, const gen_trace *t);
 /* The device code ring's number of the frame c delivered last (lmv_code_ring),
  * or -1 when its frames are not made on a device. */
 int64_t gen_frame_serial(const qtts_context *c);
-
-/* Monotonic clock in milliseconds. */
-double now_ms(void);
 
 /* Start a generation on c: validate, resolve, build the prompt, prefill.
  * On success c->gs.active = 1 and frames come from gen_step. */

@@ -1,5 +1,6 @@
 /* Talker prompt construction for every released mode, as
- * Qwen3TTSForConditionalGeneration.generate builds it: instruction block,
+ * Qwen3TTSForConditionalGeneration.generate
+ * (qwen_tts/core/models/modeling_qwen3_tts.py) builds it: instruction block,
  * role, codec control block (think/language/speaker or x-vector/pad/bos),
  * then the text block in the streaming-text, non-streaming or ICL layout,
  * plus the queue of text-track vectors fed one per generated frame.

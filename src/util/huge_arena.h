@@ -3,8 +3,9 @@
  * (the per-frame matrices, quantised or as stored; the codec decoder's F32
  * weights) that live as long as the model. Streaming hundreds of MB per frame
  * through 4 KiB pages costs a TLB walk every 4 KiB (under a hypervisor, a
- * two-level one); huge pages cut those walks 512-fold (docs/BENCH.md, fifth
- * pass: 1.7B BF16 generation 9 % faster). The reservation is virtual
+ * two-level one); huge pages cut those walks 512-fold (1.7B BF16 RTF 9 %
+ * lower, generation 23.0-23.7 -> 25.8-26.1 GB/s, on a 2-core Sapphire Rapids
+ * KVM guest, `qtts-bench run` against `--no-huge-pages`). The reservation is virtual
  * (MAP_NORESERVE): only the bytes handed out become resident. Where the
  * kernel has no transparent huge pages the arena still works, with normal
  * pages. huge_buf_alloc: one large transient buffer advised the same way
@@ -48,7 +49,7 @@ void huge_arena_release(huge_arena *a);
  * read many times per call (the codec decoder's activations): from 2 MiB up
  * it starts on a 2 MiB boundary, is rounded up to whole 2 MiB and advised for
  * transparent huge pages (a conv reading 96-768 input rows at a time touches
- * as many 4 KiB pages: docs/BENCH.md, eighth pass). NULL on failure; release
+ * as many 4 KiB pages). NULL on failure; release
  * with free(). */
 void *huge_buf_alloc(size_t n);
 

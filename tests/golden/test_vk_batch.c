@@ -14,6 +14,7 @@
 
 #include "model/generate.h"
 #include "model/lm_vulkan.h"
+#include "util/clock.h"
 #include "test.h"
 
 #define N_STREAMS 10

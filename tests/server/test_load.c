@@ -372,15 +372,15 @@ int main(void) {
     cfg.queue_depth = 8;
     server *s = start_server(m, &cfg);
     if (s) {
-        double t = srv_now_s();
+        double t = tool_now_s();
         overload(s);
-        printf("# overload %.1f s\n", srv_now_s() - t);
-        t = srv_now_s();
+        printf("# overload %.1f s\n", tool_now_s() - t);
+        t = tool_now_s();
         disconnects(s);
-        printf("# disconnects %.1f s\n", srv_now_s() - t);
-        t = srv_now_s();
+        printf("# disconnects %.1f s\n", tool_now_s() - t);
+        t = tool_now_s();
         memory(s);
-        printf("# memory %.1f s\n", srv_now_s() - t);
+        printf("# memory %.1f s\n", tool_now_s() - t);
         http_result r;
         req(s, "GET", "/health", NULL, NULL, &r);
         CHECK("load/still_healthy", r.status == 200, "%d", r.status);

@@ -390,16 +390,16 @@ static void make_voices(loaded *L) {
     qtts_voice_params vp = qtts_voice_default_params();
     vp.xvector_only = 1;
     char err[256];
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     if (qtts_voice_from_pcm(L->model, pcm, n, 24000, &vp, &L->voice_x, err, sizeof err))
         snprintf(L->err, sizeof L->err, "voice: %s", err);
-    L->voice_ms = bench_now_ms() - t0;
+    L->voice_ms = tool_now_ms() - t0;
     vp = qtts_voice_default_params();
     vp.ref_text = tr;
-    const double t1 = bench_now_ms();
+    const double t1 = tool_now_ms();
     if (!L->err[0] && qtts_voice_from_pcm(L->model, pcm, n, 24000, &vp, &L->voice_icl, err, sizeof err))
         snprintf(L->err, sizeof L->err, "ICL voice: %s", err);
-    L->voice_icl_ms = bench_now_ms() - t1;
+    L->voice_icl_ms = tool_now_ms() - t1;
     free(pcm);
 }
 
@@ -464,9 +464,9 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 if (!o->quiet)
                     fprintf(stderr, "loading %s (%s, %d threads, backend %s device %d)\n", dir, canon, mp.n_threads,
                             qtts_backend_name(mp.backend), mp.device);
-                const double t0 = bench_now_ms();
+                const double t0 = tool_now_ms();
                 qtts_status st = qtts_model_load(&l->model, dir, &mp, l->err, sizeof l->err);
-                l->load_ms = bench_now_ms() - t0;
+                l->load_ms = tool_now_ms() - t0;
                 if (st) {
                     fprintf(stderr, "qtts-bench: %s (%s): %s\n", dir, canon, l->err);
                     continue;
@@ -630,10 +630,10 @@ int cmd_run(int argc, char **argv) {
     if (parse_opts(argc, argv, &o, 0)) return 2;
     bench_report r;
     report_init(&o, &r);
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     measure_bw(&o, &r);
     const int rc = run_speed(&o, &r);
-    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    r.total_s = (tool_now_ms() - t0) / 1000.0;
     if (strcmp(o.out_fmt, "none")) report_write(&r, o.out_fmt, stdout);
     const int wrc = write_outputs(&o, &r);
     report_free(&r);
@@ -649,7 +649,7 @@ int cmd_suite(int argc, char **argv) {
     }
     bench_report r;
     report_init(&o, &r);
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     measure_bw(&o, &r);
     int rc = run_speed(&o, &r);
     /* quality arm: every other weight format against the reference path */
@@ -673,7 +673,7 @@ int cmd_suite(int argc, char **argv) {
         if (!o.quiet) fprintf(stderr, "quality arm: %s\n", o.models[mi]);
         if (quality_run(o.models[mi], test_w, nt, qcases, nq, &qo, &r)) rc = -1;
     }
-    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    r.total_s = (tool_now_ms() - t0) / 1000.0;
     char p[4096];
     int wrc = 0;
     snprintf(p, sizeof p, "%s/report.md", o.out_dir);
@@ -696,13 +696,13 @@ int cmd_quality(int argc, char **argv) {
     if (parse_opts(argc, argv, &o, 1)) return 2;
     bench_report r;
     report_init(&o, &r);
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
                           o.seed, NULL, o.backend};
     int rc = 0;
     for (int mi = 0; mi < o.n_models; mi++)
         if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;
-    r.total_s = (bench_now_ms() - t0) / 1000.0;
+    r.total_s = (tool_now_ms() - t0) / 1000.0;
     if (strcmp(o.out_fmt, "none")) report_write(&r, o.out_fmt, stdout);
     if (write_outputs(&o, &r)) rc = 1;
     report_free(&r);

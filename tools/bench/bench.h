@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "qtts.h"
+#include "../common/clock.h"
 
 #define BENCH_VERSION "2"
 #define BENCH_MAX_LIST 16
@@ -99,7 +100,6 @@ int rss_reset_peak(void);
 double rss_peak_mib(void);
 double rss_now_mib(void);
 
-double bench_now_ms(void);
 
 /* threads.c: fn(arg, t) for t = 0..n-1 on n threads released together; the
  * ms from the release to the end of the slowest, or -1 when not all n could

@@ -1,5 +1,5 @@
 /* qtts-bench compare: two JSON reports matched as pairs on the same cases and
- * configurations (BENCHMARKING.md, procedure 8). Prints each pair's change
+ * configurations (../shared/BENCHMARKING.md, procedure 8). Prints each pair's change
  * and the median, mean and weighted change, and how many got better or
  * worse. Dataflow: A.json, B.json -> records keyed by (size, type, weights,
  * threads, chunk, mode, decode placement, case, frames) -> medians of the

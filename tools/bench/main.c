@@ -1,12 +1,12 @@
 /* qtts-bench: command-line entry. Subcommands: run (default), make-model,
  * compare, quality, wer, bandwidth, peak, server (the load generator of
- * tools/server/loadgen.c, shared with `qtts-server --loadgen`), suite. See
+ * tools/common/loadgen.c, shared with `qtts-server --loadgen`), suite. See
  * usage() and docs/BENCH.md. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
-#include "../server/loadgen.h"
+#include "../common/loadgen.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "wer") == 0) return cmd_wer(argc - 1, argv + 1);
     if (strcmp(cmd, "bandwidth") == 0) return cmd_bandwidth(argc - 1, argv + 1);
     if (strcmp(cmd, "peak") == 0) return cmd_peak(argc - 1, argv + 1);
-    if (strcmp(cmd, "server") == 0) return loadgen_main(argc - 1, argv + 1); /* tools/server/loadgen.c */
+    if (strcmp(cmd, "server") == 0) return loadgen_main(argc - 1, argv + 1); /* tools/common/loadgen.c */
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (cmd[0] == '-') return cmd_run(argc, argv);

@@ -725,7 +725,7 @@ int mm_make_model(const char *dir, const mm_options *o, char *err, size_t es) {
     if (mkdir(dir, 0755) && errno != EEXIST) return snprintf(err, es, "cannot create %s", dir), -1;
     snprintf(p, sizeof p, "%s/speech_tokenizer", dir);
     if (mkdir(p, 0755) && errno != EEXIST) return snprintf(err, es, "cannot create %s", p), -1;
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     snprintf(p, sizeof p, "%s/config.json", dir);
     if (dump_json(main_config(&g, o), p, err, es)) return -1;
     snprintf(p, sizeof p, "%s/generation_config.json", dir);
@@ -760,7 +760,7 @@ int mm_make_model(const char *dir, const mm_options *o, char *err, size_t es) {
     if (write_st(p, &g, base, 1, o, err, es, &n_codec)) return -1;
     if (!o->quiet)
         fprintf(stderr, "wrote %s (%s %s, seed %llu): %.1f M + %.1f M params in %.1f s\n", dir, o->size, o->type,
-                (unsigned long long)o->seed, n_main / 1e6, n_codec / 1e6, (bench_now_ms() - t0) / 1000.0);
+                (unsigned long long)o->seed, n_main / 1e6, n_codec / 1e6, (tool_now_ms() - t0) / 1000.0);
     return 0;
 }
 

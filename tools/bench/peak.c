@@ -9,11 +9,10 @@
  * operations / time of the slowest thread, best of reps passes.
  *
  * Why: a floor worked out from an assumed peak is only as good as the
- * assumption. The tenth pass measured a Zen 4 guest (one 512-bit FMA per
- * cycle); the machine of the twelfth pass is family 26 (Zen 5) and retires
- * two, so every "at its FMA floor" figure worked out from the old number was
- * half the real floor. Measured, and recorded beside the results, the bounds
- * in docs/BENCH.md can be checked on the machine they were made on.
+ * assumption (a Zen 4 core retires one 512-bit FMA a cycle, a Zen 5 core
+ * two: the CPU's name does not tell). Measured, and recorded beside the
+ * results, the bounds in docs/BENCH.md can be checked on the machine they
+ * were made on.
  *
  * Each loop also returns a checksum of its accumulators, which the tests
  * compare with the value the arithmetic must give (inputs of 1 make every
@@ -135,9 +134,8 @@ __attribute__((target("avx512f,avx512vnni"))) static double loop_i8_avx512(long 
  * u8 x s8 pairs to s16 (vpmaddubsw), s16 pairs to s32 (vpmaddwd against
  * ones), added (vpaddd): four instructions per 32 multiply-adds, counted as
  * one op of 32. In assembly: with intrinsics the compiler computes the
- * product, which no accumulator feeds, once per round for all 12 chains
- * (it did until the twentieth pass: the loop timed 12 vpaddd, some from
- * memory, per vpmaddubsw, not the multiplies). */
+ * product, which no accumulator feeds, once per round for all 12 chains,
+ * and the loop times the vpaddd, not the multiplies. */
 #define I8_UNIT(acc, t)                                                                                            \
     "vpsignb %%ymm12, %%ymm12, %%ymm" t "\n\t"                                                                     \
     "vpmaddubsw %%ymm" t ", %%ymm12, %%ymm" t "\n\t"                                                               \

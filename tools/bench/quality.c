@@ -1,4 +1,4 @@
-/* The quality arm (BENCHMARKING.md, procedure 9): a lower-precision weight
+/* The quality arm (../shared/BENCHMARKING.md, procedure 9): a lower-precision weight
  * format against the reference path on the same inputs, greedy, same seed.
  * Dataflow per case: reference run -> codes + waveform; test run fed the
  * reference codes (teacher forcing) -> per-codebook agreement; free test run

@@ -78,7 +78,7 @@ typedef struct chunk_log {
 
 static int on_audio(const float *pcm, size_t n, void *user) {
     chunk_log *l = user;
-    const double t = bench_now_ms() - l->t0;
+    const double t = tool_now_ms() - l->t0;
     if (!pthread_equal(pthread_self(), l->caller)) l->off_thread++;
     if (l->count < RUN_MAX_CHUNKS) {
         l->t[l->count] = t;
@@ -196,10 +196,10 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     int n_gen = 0;
     rss_reset_peak();
     mhz_sampler *mz = mhz_start(100);
-    log->t0 = bench_now_ms();
+    log->t0 = tool_now_ms();
     if (no_audio) st = qtts_generate_codes(ctx, &gp, on_frame, log, NULL, &n_gen);
     else st = qtts_synthesize(ctx, &gp, &ap, on_audio, log, NULL, NULL);
-    const double t1 = bench_now_ms();
+    const double t1 = tool_now_ms();
     mhz_stop(mz, &m->mhz_mean, &m->mhz_min, &m->mhz_max);
     m->peak_rss_mib = rss_peak_mib();
     m->status = st;
@@ -229,7 +229,7 @@ int bench_run_once(qtts_model *model, const bench_config *cfg, const run_request
     /* cadence and streaming viability: a player starts at the first chunk and
      * plays continuously; a chunk arriving after the audio before it has run
      * out is a stall (it then restarts the clock). Underrun as defined in
-     * BENCHMARKING.md: the gap before a chunk exceeds the audio of the chunk
+     * ../shared/BENCHMARKING.md: the gap before a chunk exceeds the audio of the chunk
      * before it. */
     double *gaps = malloc(sizeof(double) * (size_t)(log->count > 1 ? log->count : 1));
     int ng = 0, under = 0, on_time = log->count ? 1 : 0;

@@ -30,7 +30,7 @@ static void *member_main(void *p) {
     pthread_mutex_unlock(&g->mu);
     if (go) {
         g->fn(g->arg, m->t);
-        m->t_end = bench_now_ms();
+        m->t_end = tool_now_ms();
     }
     return NULL;
 }
@@ -50,7 +50,7 @@ double bench_run_threads(int n, void (*fn)(void *arg, int t), void *arg) {
     }
     pthread_mutex_lock(&g.mu);
     g.state = nt == n ? 1 : -1;
-    const double t0 = bench_now_ms();
+    const double t0 = tool_now_ms();
     pthread_cond_broadcast(&g.cv);
     pthread_mutex_unlock(&g.mu);
     double t1 = t0;

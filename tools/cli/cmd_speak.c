@@ -1,4 +1,7 @@
-/* qtts speak: text -> codec frames (-> audio in later stages). */
+/* qtts speak: text -> model, voice and context -> qtts_synthesize (audio to
+ * -o FILE or --stdout, streamed or whole) or, with codes only,
+ * qtts_generate_codes; --dump-codes writes each frame's 16 codes, and a
+ * progress line goes to stderr on a terminal. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../common/clock.h"
 
 static void log_stderr(qtts_log_level level, const char *msg, void *user) {
     const int quiet = *(const int *)user;
@@ -25,14 +29,8 @@ typedef struct dump_ctx {
     size_t chars_total, chars_done, chars_cur;
 } dump_ctx;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void show_progress(dump_ctx *d) {
-    const double el = now_s() - d->t0, audio = d->frames / 12.5;
+    const double el = tool_now_s() - d->t0, audio = d->frames / 12.5;
     char eta[32] = "";
     if (d->n_segments > 1 && d->chars_done > 0) {
         double left = el * (double)(d->chars_total - d->chars_done) / (double)d->chars_done;
@@ -210,7 +208,7 @@ int cmd_speak(int argc, char **argv, int first) {
     qtts_model_get_info(m, &info);
     d.n_groups = info.n_code_groups;
     d.progress = !o.quiet && isatty(STDERR_FILENO);
-    d.t0 = now_s();
+    d.t0 = tool_now_s();
     d.chars_total = text ? strlen(text) : 0;
     if (o.dump_codes) {
         d.f = !strcmp(o.dump_codes, "-") ? stdout : fopen(o.dump_codes, "w");
@@ -263,7 +261,7 @@ int cmd_speak(int argc, char **argv, int first) {
         goto out;
     }
     if (d.progress) {
-        const double el = now_s() - d.t0, audio = n_samples ? n_samples / 24000.0 : n_frames * 0.08;
+        const double el = tool_now_s() - d.t0, audio = n_samples ? n_samples / 24000.0 : n_frames * 0.08;
         fprintf(stderr, "qtts: %.2f s of audio in %.2f s (RTF %.2f) -> %s%s%s\n", audio, el, audio > 0 ? el / audio : 0.0,
                 want_audio ? ao.name : "codes only", o.dump_codes ? ", codes in " : "", o.dump_codes ? o.dump_codes : "");
     }

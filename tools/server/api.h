@@ -42,7 +42,7 @@ typedef struct http_req {
     const char *method;
     const char *url;
     const char *endpoint;  /* metrics label */
-    double t0;             /* arrival, srv_now_s() */
+    double t0;             /* arrival, tool_now_s() */
     bytebuf body;          /* JSON body */
     size_t n_body;         /* body bytes received */
     size_t limit;          /* body bytes allowed */

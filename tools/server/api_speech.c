@@ -392,7 +392,7 @@ static int check_abort(speech *sp) {
     if (http_peer_gone(sp->conn)) {
         sp->gone = 1;
         metrics_disconnect(sp->srv->mx);
-    } else if (sp->deadline > 0 && srv_now_s() > sp->deadline) {
+    } else if (sp->deadline > 0 && tool_now_s() > sp->deadline) {
         sp->gone = 1;
         srv_log(sp->srv, 1, "a request ran past --request-timeout (%d s): cancelled", sp->srv->cfg.request_timeout_s);
     }
@@ -410,7 +410,7 @@ static void speech_free(speech *sp) {
         const double audio_s = sp->j->total_samples / 24000.0;
         const job_state state = sp->j->state;
         pthread_mutex_unlock(&sp->j->mu);
-        const double t = srv_now_s() - sp->t0;
+        const double t = tool_now_s() - sp->t0;
         if (state != JOB_NEW)
             metrics_speech(sp->srv->mx, audio_s, sp->streaming && sp->t_first > 0 ? sp->t_first - sp->t0 : -1,
                            audio_s > 0 && sp->finished ? t / audio_s : -1);
@@ -433,7 +433,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             size_t k = ob->n < max ? ob->n : max;
             memcpy(buf, ob->p, k);
             bytebuf_consume(ob, k);
-            if (sp->t_first == 0 && sp->samples_in > 0) sp->t_first = srv_now_s();
+            if (sp->t_first == 0 && sp->samples_in > 0) sp->t_first = tool_now_s();
             return (ssize_t)k;
         }
         if (sp->finished) return MHD_CONTENT_READER_END_OF_STREAM;

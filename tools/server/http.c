@@ -173,7 +173,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->conn = c;
         r->method = method;
         r->url = url;
-        r->t0 = srv_now_s();
+        r->t0 = tool_now_s();
         const char *allow = NULL;
         route rt = find_route(url, &r->endpoint, &allow);
         r->limit = s->cfg.max_body_bytes;
@@ -264,7 +264,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     const int status = r->status ? r->status : 499;
     metrics_request(s->mx, r->endpoint ? r->endpoint : "other", status);
     if (s->cfg.verbose >= 1)
-        srv_log(s, 2, "%s %s %d %.3f s%s", r->method, r->url, status, srv_now_s() - r->t0,
+        srv_log(s, 2, "%s %s %d %.3f s%s", r->method, r->url, status, tool_now_s() - r->t0,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     api_voices_upload_free(r);
     bytebuf_free(&r->body);

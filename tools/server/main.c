@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loadgen.h"
+#include "../common/loadgen.h"
 #include "server.h"
 
 static void usage(void) {
@@ -179,7 +179,7 @@ int main(int argc, char **argv) {
     /* Decode workers only where cores are left over: beside generation on the
      * same cores they compete with it, and decoding between steps on all of
      * them measured faster end to end and to the first audio on 2 cores
-     * (docs/BENCH.md, "Server"). */
+     * (docs/SERVER.md, "Decoding"). */
     if (cfg.decode_threads < 0) cfg.decode_threads = n_cpus > n_threads ? (int)(n_cpus - n_threads) : 0;
     cfg.lend_thread = lend >= 0 ? (int)lend : cfg.decode_threads > 0 && n_threads + cfg.decode_threads > n_cpus;
     if (segment_chars == 0) cfg.split.enabled = 0;

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
+
 /* ---------------------------------------------------------------- jobs */
 
 job *job_new(void) {
@@ -61,19 +63,8 @@ void job_cancel(job *j) {
     if (j) atomic_store(&j->cancel, 1);
 }
 
-static void deadline(struct timespec *ts, int timeout_ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 job_state job_wait_started(job *j, int timeout_ms) {
-    struct timespec ts;
-    deadline(&ts, timeout_ms);
+    const struct timespec ts = tool_deadline_ms(timeout_ms);
     pthread_mutex_lock(&j->mu);
     while (j->state != JOB_RUNNING && j->state != JOB_DONE)
         if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
@@ -91,8 +82,7 @@ static int segment_at(const job *j, size_t pos, size_t *seg_end) {
 }
 
 size_t job_read(job *j, float *out, size_t max, int timeout_ms, int *done, int *segment) {
-    struct timespec ts;
-    deadline(&ts, timeout_ms);
+    const struct timespec ts = tool_deadline_ms(timeout_ms);
     pthread_mutex_lock(&j->mu);
     while (j->r_pcm == j->n_pcm && j->state != JOB_DONE)
         if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;

@@ -43,12 +43,6 @@ server_config server_default_config(void) {
     return c;
 }
 
-double srv_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void srv_log(const server *s, int level, const char *fmt, ...) {
     const int verbose = s ? s->cfg.verbose : 1;
     if (level >= 2 && level > verbose + 1) return;
@@ -147,8 +141,8 @@ void server_stop(server *s) {
     if (!s) return;
     atomic_store(&s->stopping, 1);
     metrics_set_ready(s->mx, 0);
-    const double t_end = srv_now_s() + s->cfg.drain_s;
-    while ((sched_active(s->sch) > 0 || atomic_load(&s->n_speech) > 0) && srv_now_s() < t_end) usleep(20000);
+    const double t_end = tool_now_s() + s->cfg.drain_s;
+    while ((sched_active(s->sch) > 0 || atomic_load(&s->n_speech) > 0) && tool_now_s() < t_end) usleep(20000);
     if (atomic_load(&s->n_speech) > 0)
         srv_log(s, 1, "stopping with %d speech requests unfinished", atomic_load(&s->n_speech));
     sched_stop(s->sch);

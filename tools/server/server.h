@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "qtts.h"
+#include "../common/clock.h"
 
 typedef struct metrics metrics;
 typedef struct sched sched;
@@ -92,6 +93,5 @@ void srv_log(const server *s, int level, const char *fmt, ...)
 #endif
     ;
 
-double srv_now_s(void); /* monotonic clock, seconds */
 
 #endif

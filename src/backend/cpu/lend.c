@@ -5,15 +5,10 @@
 #include "backend/cpu/lend.h"
 
 #include <sched.h>
-#include <time.h>
+
+#include "util/clock.h"
 
 #define LEND_SLOT_WAIT_MS 2.0
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 int pool_lend_init(pool_lend *l) {
     l->want = l->running = l->left = 0;

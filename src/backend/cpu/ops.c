@@ -17,7 +17,7 @@
 #include "backend/cpu/threadpool.h"
 
 /* Below this many multiply-adds a matmul runs on the caller alone: a pool job
- * costs about 0.35 us on the dev machine (tests/unit/kbench.c). */
+ * costs about 0.35 us on the dev machine (tests/bench/kbench.c). */
 #define MT_MIN_MACS (1 << 16)
 #define ROW_CHUNK 16
 /* Prepared activations up to this size live on the stack when the context

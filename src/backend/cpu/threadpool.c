@@ -23,7 +23,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "util/clock.h"
 
 /* How long an idle worker spins before sleeping, and how long the caller
  * spins on stragglers before yielding its core. */
@@ -42,12 +43,6 @@ static inline void cpu_relax(void) {
 #else
     atomic_signal_fence(memory_order_seq_cst);
 #endif
-}
-
-static inline long long now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static inline uint32_t ctl_gen(uint64_t c) { return (uint32_t)(c >> 32); }

@@ -8,7 +8,7 @@
  * matmuls) cost a cache-line round trip, not a syscall. A worker joins a job
  * only while it is open; when the caller has run out of tasks it closes the
  * job and waits just for the workers that joined. Nothing is allocated per
- * job. tests/unit/kbench.c measures the dispatch cost. */
+ * job. tests/bench/kbench.c measures the dispatch cost. */
 #ifndef QTTS_BACKEND_CPU_THREADPOOL_H
 #define QTTS_BACKEND_CPU_THREADPOOL_H
 

@@ -5,7 +5,8 @@
  * before and after give the frames generated and the engine's step and
  * decode seconds, hence generation throughput (audio seconds of frames per
  * second of batched stepping, decode excluded). Definitions follow
- * docs/BENCHMARKING.md; the report prints them. */
+ * ../shared/BENCHMARKING.md (docs/BENCH.md, "Server"); the report prints
+ * them. */
 #include "loadgen.h"
 
 #include <errno.h>
@@ -21,13 +22,14 @@
 
 #include <jansson.h>
 
+#include "../server/metrics.h"
 #include "client.h"
-#include "metrics.h"
+#include "clock.h"
 
 #define LG_MAX_TEXTS 32
 
 /* --mix: short, medium and long texts, with numbers, names and questions, in
- * three languages (docs/BENCHMARKING.md: one paragraph hides things). Mixed
+ * three languages (../shared/BENCHMARKING.md: one paragraph hides things). Mixed
  * lengths also keep a closed loop's clients from finishing together and
  * coming back as a burst, so a level measures requests joining a running
  * batch. The second is the default --text. */
@@ -74,17 +76,11 @@ typedef struct level_run {
     result *res;
 } level_run;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void one_request(const lg_opts *o, const char *body, result *r) {
     char headers[1024] = "Content-Type: application/json\r\n";
     if (o->api_key) snprintf(headers + strlen(headers), sizeof headers - strlen(headers), "Authorization: Bearer %s\r\n", o->api_key);
     char err[256];
-    const double t0 = now_s();
+    const double t0 = tool_now_s();
     memset(r, 0, sizeof *r);
     r->ttfa_s = -1;
     http_conn *c = hc_open(o->host, o->port, "POST", "/v1/audio/speech", headers, body, strlen(body), o->timeout_ms, err,
@@ -95,10 +91,10 @@ static void one_request(const lg_opts *o, const char *body, result *r) {
     size_t bytes = 0;
     long k;
     while ((k = hc_read(c, buf, sizeof buf)) > 0) {
-        if (r->ttfa_s < 0) r->ttfa_s = now_s() - t0;
+        if (r->ttfa_s < 0) r->ttfa_s = tool_now_s() - t0;
         bytes += (size_t)k;
     }
-    r->total_s = now_s() - t0;
+    r->total_s = tool_now_s() - t0;
     r->ok = k == 0 && r->status == 200 && bytes > 0;
     r->audio_s = bytes / 2.0 / 24000.0; /* pcm: s16 mono 24 kHz */
     hc_close(c);
@@ -455,12 +451,12 @@ int loadgen_main(int argc, char **argv) {
             pthread_t th[256];
             char *ma = get_metrics(&o);
             const double l0 = loadavg();
-            const double t0 = now_s();
+            const double t0 = tool_now_s();
             int nt = 0;
             for (int t = 0; t < C; t++)
                 if (!pthread_create(&th[nt], NULL, worker, &lr)) nt++;
             for (int t = 0; t < nt; t++) pthread_join(th[t], NULL);
-            const double wall = now_s() - t0;
+            const double wall = tool_now_s() - t0;
             char *mb = get_metrics(&o);
             acc *x = &a[li];
             x->res = realloc(x->res, sizeof(result) * (size_t)(x->n + R));

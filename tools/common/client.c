@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 struct http_conn {
     int fd;
     int status;
@@ -25,12 +27,6 @@ struct http_conn {
     int eof;          /* body ended */
     int error;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int fill(http_conn *c) {
     if (c->b0 == c->b1) c->b0 = c->b1 = 0;
@@ -244,7 +240,7 @@ int hc_request(const char *host, int port, const char *method, const char *path,
                const void *body, size_t n_body, int timeout_ms, http_result *out) {
     memset(out, 0, sizeof *out);
     out->t_first_s = -1;
-    const double t0 = now_s();
+    const double t0 = tool_now_s();
     http_conn *c = hc_open(host, port, method, path, headers, body, n_body, timeout_ms, out->err, sizeof out->err);
     if (!c) return -1;
     out->status = c->status;
@@ -268,12 +264,12 @@ int hc_request(const char *host, int port, const char *method, const char *path,
             rc = -1;
         }
         if (k <= 0) break;
-        if (out->t_first_s < 0) out->t_first_s = now_s() - t0;
+        if (out->t_first_s < 0) out->t_first_s = tool_now_s() - t0;
         out->n += (size_t)k;
     }
     if (out->body) out->body[out->n] = 0;
     out->complete = rc == 0;
-    out->t_total_s = now_s() - t0;
+    out->t_total_s = tool_now_s() - t0;
     hc_close(c);
     return rc;
 }

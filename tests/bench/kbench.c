@@ -1,7 +1,6 @@
-/* Kernel micro-benchmark (not a test: `make` does not build it, no assertion).
- * Build and run from the repository root after `make`:
- *   cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc tests/unit/kbench.c build/libqtts-internal.a -lm -lpthread -o /tmp/kbench
- *   /tmp/kbench [threads]            (default 2)
+/* Kernel micro-benchmark (x86; not a test: no assertion, not run by
+ * `make test`). Build and run from the repository root:
+ *   make kbench && build/kbench [threads]       (default 2)
  * Prints, for this machine:
  *  - memory read bandwidth: summing a 1 GiB buffer with AVX-512/AVX2 loads on
  *    1 and on `threads` threads (the pool of the op layer);
@@ -26,14 +25,11 @@
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
 #include "backend/cpu/threadpool.h"
+#include "util/clock.h"
 
 #define REPS 7
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return now_ms() * 1e-3; }
 
 static int cmpd(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
