@@ -27,8 +27,9 @@
 #define TVMAX 2
 #define MAX_K 64
 /* output channels of a conv1d register tile: 6 x 2 vectors of time = 12
- * accumulators (4 x 2 left the two FMA units short of independent sums:
- * isolated, 65-67 -> 76-82 GFLOP/s on one Zen 3 core) */
+ * accumulators, enough independent sums for two FMA units (the kernel
+ * alone: 76-82 GFLOP/s on one Zen 3 core against 65-67 with 4 x 2;
+ * tests/bench/kbench.c) */
 #define CO_MAX 6
 /* conv1d over an input of more than C1_BLOCK_MIN_BYTES: input channels in
  * blocks of C1_BLOCK_TAPS / k (at least 16) */

@@ -218,7 +218,7 @@ static void prep_q4m_avx2(const qt_mat *W, const float *X, int n, void *buf) {
  * vpmaddwd. */
 /* Rows of X per tile: each has two int32 sums a block and two float
  * accumulators, which are touched once a block and are what the compiler
- * spills (2 rows a tile measured no faster) */
+ * spills (2 rows a tile are no faster in tests/bench/kbench.c) */
 #define X16_AVX2_ROWS 4
 
 /* Columns 4c..4c+3 of block b for N rows of X into their int32 sums.
@@ -266,7 +266,8 @@ AI void tile_q8x16_avx2(int sgn, int N, const uint8_t *base, const uint16_t *sb,
 #pragma GCC unroll 4
         for (int i = 0; i < N; i++) s0[i] = s1[i] = _mm256_setzero_si256();
         /* one stream: all 8 column groups unrolled; more rows: two at a time
-         * (a full unroll spilled the rows' sums; isolated +3-14 % at 4-40 rows) */
+         * (a full unroll spills the rows' sums: 3-14 % slower at 4-40 rows in
+         * tests/bench/kbench.c) */
         if (N == 1) {
 #pragma GCC unroll 8
             for (int c = 0; c < 8; c++) q8x16_cols(sgn, N, wp, c, xr, b, flip, s0, s1);

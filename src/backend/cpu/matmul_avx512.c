@@ -15,7 +15,7 @@
  * Where time goes: at n = 1 (decode) the kernels are bound by reading W. With
  * the next row tile prefetched into L2, BF16 and int8 reach the measured read
  * bandwidth (dev machine, 2 threads: 25 GB/s of weights vs 26 GB/s summing a
- * 1 GiB buffer; int4 18-22 GB/s, limited by its unpacking; tests/unit/kbench.c).
+ * 1 GiB buffer; int4 18-22 GB/s, limited by its unpacking; tests/bench/kbench.c, `make kbench`).
  * At larger n, a block of rows whose weights fit in L2 is swept against
  * groups of 4 rows of X (f32 GEMM ~47 GMAC/s per thread). */
 #include <immintrin.h>
