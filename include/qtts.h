@@ -413,6 +413,12 @@ qtts_status qtts_voice_load_memory(const qtts_model *model, const void *data, si
 void qtts_voice_free(qtts_voice *voice); /* accepts NULL */
 /* 1 for an in-context (ICL) voice, 0 for x-vector only. */
 int qtts_voice_is_icl(const qtts_voice *voice);
+/* 1 when an ICL voice carries its primed decoder state (the codec stream
+ * after the reference frames): made once when the voice is made, saved with
+ * it (voice files of version 2) and restored instead of decoding the
+ * reference again, when the loading decoder has the same weights, kernels
+ * and backend (otherwise the reference is decoded again: the same audio). */
+int qtts_voice_has_primed_state(const qtts_voice *voice);
 /* Reference frames (ICL) and transcript of the voice ("" when none). */
 int qtts_voice_n_ref_frames(const qtts_voice *voice);
 const char *qtts_voice_ref_text(const qtts_voice *voice);
