@@ -202,6 +202,10 @@ typedef struct qtts_model_info {
     const char *predictor_format; /* in memory: "native", "q8" or "q4" */
     const char *weights_cache;    /* the prepared-weights cache at this load: "off ...",
                                      "mapped PATH", "written PATH" or "not written (PATH)" */
+    double load_ms;               /* wall time of qtts_model_load */
+    double prepare_ms;            /* of it, putting the per-frame matrices in their format
+                                     (quantising and repacking, copying into huge pages, or
+                                     mapping the prepared-weights cache) */
     qtts_backend backend;         /* where the language model runs */
     const char *device_name;      /* the backend's device ("cpu" for the CPU backend) */
     const char *device_driver;    /* its driver ("" for the CPU backend) */

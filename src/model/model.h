@@ -45,6 +45,7 @@ struct qtts_model {
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
+    double load_ms, prepare_ms;           /* qtts_model_load, and of it the matrices' preparation */
     wcache_map wcache;         /* the prepared-weights cache file the matrices point into, if mapped */
     char cache_path[4096];     /* its path (or the one written) */
     char cache_status[4200];   /* "off ...", "mapped PATH", "written PATH", "not written (PATH)" */

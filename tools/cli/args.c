@@ -133,6 +133,7 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--alt-regex")) o->alt_regex = 1;
         else if (!strcmp(a, "--no-huge-pages")) o->no_huge_pages = 1;
         else if (!strcmp(a, "--no-cache")) o->no_cache = 1;
+        else if (!strcmp(a, "--timing")) o->timing = 1;
         else if (!strcmp(a, "--cache-dir")) { NEED(); o->cache_dir = v; }
         else if (!strcmp(a, "--seed")) {
             NEED();

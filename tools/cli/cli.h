@@ -59,6 +59,7 @@ typedef struct cli_opts {
     int alt_regex;
     int no_huge_pages;       /* 1: qtts_model_params.huge_pages = 0 */
     int no_cache;            /* --no-cache: no prepared-weights cache */
+    int timing;              /* --timing: one line of start-up times on stderr at the end */
     const char *cache_dir;   /* --cache-dir, else the default (qtts_cache_default_dir); NULL = none */
     char cache_dir_buf[4096];
     int backend;             /* qtts_backend from --backend; -1 = not given (the library default,

@@ -88,6 +88,7 @@ void cli_usage(void) {
         "  --cache-dir DIR            prepared-weights cache (q8/q4 matrices as the kernels use them, written at the\n"
         "                             first load, mapped by later ones; default $XDG_CACHE_HOME/qtts or ~/.cache/qtts)\n"
         "  --no-cache                 quantise at every load, write no cache\n"
+        "  --timing                   print the start-up times on stderr (\"qtts timing: ...\", ms since launch)\n"
         "  --newline-id N, --user-id N  template ids for checkpoints without tokenizer files whose vocabulary is not\n"
         "                             Qwen's (default: from the tokenizer, else 198 / 872)\n"
         "  -q, --quiet                no diagnostics on stderr except errors\n"
