@@ -132,9 +132,31 @@ typedef struct qtts_model_params {
                                 default 0, or QTTS_DEVICE when set */
     qtts_log_fn log;         /* diagnostics sink; NULL = discard; default NULL */
     void *log_user;          /* passed to log; default NULL */
+    const char *cache_dir;   /* prepared-weights cache folder (qtts_cache_default_dir gives the
+                                usual one): with q8/q4 weights on the CPU backend, the first
+                                load writes the quantised, repacked matrices there (temporary
+                                file, then rename) and later loads map that file instead of
+                                quantising; a missing, stale, truncated or damaged file is
+                                rebuilt, never trusted. NULL = no cache; default NULL */
 } qtts_model_params;
 
 qtts_model_params qtts_model_default_params(void);
+
+/* The default prepared-weights cache folder: $XDG_CACHE_HOME/qtts, else
+ * $HOME/.cache/qtts, into buf. 0 on success; -1 when neither variable is set
+ * or buf is too small. Creates nothing. */
+int qtts_cache_default_dir(char *buf, size_t buf_size);
+
+/* Calls fn(path, bytes, user) for each prepared-weights cache file of the
+ * checkpoint folder model_dir in cache_dir (model_dir NULL: every cache
+ * file there). Returns the count, or -1 if cache_dir cannot be read. */
+int qtts_cache_list(const char *cache_dir, const char *model_dir,
+                    void (*fn)(const char *path, long long bytes, void *user), void *user);
+
+/* Removes those files (model_dir NULL: every cache file in cache_dir); a
+ * process that has one mapped keeps its copy. Returns the count removed, or
+ * -1 if cache_dir cannot be read. */
+int qtts_cache_clear(const char *cache_dir, const char *model_dir);
 
 /* Load a checkpoint folder exactly as published on Hugging Face (config.json,
  * generation_config.json, model.safetensors or shards, tokenizer files,
@@ -178,6 +200,12 @@ typedef struct qtts_model_info {
     const char *weight_dtype; /* dominant dtype of the checkpoint file, "BF16", "F32", ... */
     const char *talker_format;    /* in memory: "native", "q8" or "q4" */
     const char *predictor_format; /* in memory: "native", "q8" or "q4" */
+    const char *weights_cache;    /* the prepared-weights cache at this load: "off ...",
+                                     "mapped PATH", "written PATH" or "not written (PATH)" */
+    double load_ms;               /* wall time of qtts_model_load */
+    double prepare_ms;            /* of it, putting the per-frame matrices in their format
+                                     (quantising and repacking, copying into huge pages, or
+                                     mapping the prepared-weights cache) */
     qtts_backend backend;         /* where the language model runs */
     const char *device_name;      /* the backend's device ("cpu" for the CPU backend) */
     const char *device_driver;    /* its driver ("" for the CPU backend) */
@@ -415,6 +443,12 @@ qtts_status qtts_voice_load_memory(const qtts_model *model, const void *data, si
 void qtts_voice_free(qtts_voice *voice); /* accepts NULL */
 /* 1 for an in-context (ICL) voice, 0 for x-vector only. */
 int qtts_voice_is_icl(const qtts_voice *voice);
+/* 1 when an ICL voice carries its primed decoder state (the codec stream
+ * after the reference frames): made once when the voice is made, saved with
+ * it (voice files of version 2) and restored instead of decoding the
+ * reference again, when the loading decoder has the same weights, kernels
+ * and backend (otherwise the reference is decoded again: the same audio). */
+int qtts_voice_has_primed_state(const qtts_voice *voice);
 /* Reference frames (ICL) and transcript of the voice ("" when none). */
 int qtts_voice_n_ref_frames(const qtts_voice *voice);
 const char *qtts_voice_ref_text(const qtts_voice *voice);

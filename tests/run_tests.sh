@@ -4,6 +4,11 @@
 # non-zero without reporting a failure (a crash, a sanitizer abort) counts as
 # one failure. Exit status: 0 only when nothing failed.
 passed=0; failed=0; skipped=0
+# the CLI's prepared-weights cache defaults to $XDG_CACHE_HOME/qtts: keep the
+# tests' caches in a folder of their own, never the user's ~/.cache
+cache_home=$(mktemp -d "${TMPDIR:-/tmp}/qtts-test-cache.XXXXXX") || exit 1
+export XDG_CACHE_HOME="$cache_home"
+trap 'rm -rf "$cache_home"' EXIT
 for t in "$@"; do
     out=$("$t" 2>&1); rc=$?
     printf '%s\n' "$out" | grep -v '^# ' | sed "s|^|[$(basename "$t")] |"

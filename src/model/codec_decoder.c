@@ -438,6 +438,45 @@ static qtts_status load_convs(codec_decoder *d, qtts_error *e) {
     return QTTS_OK;
 }
 
+/* FNV-1a, 64-bit: continue h over p[n]. */
+static uint64_t fnv64(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The decoder.* tensors' names, dtypes, shapes, sizes and first and last 64
+ * bytes (a few pages of the file: cheap at load, and any retrained or
+ * different checkpoint changes them). */
+static uint64_t fingerprint(const st_set *st) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const st_tensor *t = &st->tensors[i];
+        if (strncmp(t->name, "decoder.", 8) != 0) continue;
+        int64_t meta[2 + ST_MAX_DIMS] = {t->dtype, t->ndim};
+        for (int k = 0; k < t->ndim && k < ST_MAX_DIMS; k++) meta[2 + k] = t->shape[k];
+        h = fnv64(h, t->name, strlen(t->name) + 1);
+        h = fnv64(h, meta, sizeof meta);
+        h = fnv64(h, &t->nbytes, sizeof t->nbytes);
+        size_t k = t->nbytes < 64 ? t->nbytes : 64;
+        h = fnv64(h, t->data, k);
+        h = fnv64(h, (const unsigned char *)t->data + t->nbytes - k, k);
+    }
+    return h;
+}
+
+uint64_t codec_decoder_state_key(const codec_decoder *d) {
+    uint64_t h = d->fingerprint;
+    const char *isa = d->ops.k ? d->ops.k->name : "?";
+    const uint32_t layout = CODEC_STATE_LAYOUT, dev = d->dev != NULL;
+    const uint64_t n = codec_decoder_state_floats(d);
+    h = fnv64(h, isa, strlen(isa) + 1);
+    h = fnv64(h, &layout, sizeof layout);
+    h = fnv64(h, &dev, sizeof dev);
+    h = fnv64(h, &n, sizeof n);
+    return h;
+}
+
 qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e) {
     if (!out || !dir) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_decoder_load: NULL argument");
     *out = NULL;
@@ -445,6 +484,7 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pa
     if (!d) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     qtts_status st = parse_config(&d->cfg, dir, e);
     if (st == QTTS_OK) st = st_open(&d->st, dir, e);
+    if (st == QTTS_OK) d->fingerprint = fingerprint(&d->st);
     if (st == QTTS_OK && huge_pages) {
         /* room for every tensor of the files (virtual; only what is copied becomes resident) */
         size_t bytes = 0;

@@ -77,6 +77,17 @@ typedef struct codec_snapshot {
 } codec_snapshot;
 
 qtts_status codec_stream_save(const codec_stream *s, codec_snapshot *snap, qtts_error *e);
+
+/* What a snapshot's bits depend on, as one 64-bit key: a fingerprint of the
+ * decoder.* tensors (names, dtypes, shapes, sizes and the first and last 64
+ * bytes of each), the kernel table (ISA), the backend (CPU or Vulkan) and the
+ * state layout (CODEC_STATE_LAYOUT and the state's size). A snapshot stored
+ * away from the process (a saved voice) is restored only on a decoder with
+ * the same key; otherwise the caller recomputes it. */
+#define CODEC_STATE_LAYOUT 1u
+uint64_t codec_decoder_state_key(const codec_decoder *d);
+/* Floats a CPU stream's snapshot holds (codec_snapshot.n). */
+size_t codec_decoder_state_floats(const codec_decoder *d);
 void codec_stream_restore(codec_stream *s, const codec_snapshot *snap);
 void codec_snapshot_free(codec_snapshot *snap); /* accepts a zeroed snapshot */
 

@@ -97,6 +97,7 @@ struct codec_decoder {
     ops_ctx ops;           /* kernels for the Linear layers */
     st_set st;             /* the open safetensors map (F32 weights point into it) */
     huge_arena arena;      /* the large F32 weights and the packed transposed convs, copied at load */
+    uint64_t fingerprint;  /* of the decoder.* tensors (codec_decoder_state_key) */
     void **owned;          /* every buffer converted or folded at load, freed at free */
     int n_owned, cap_owned;
 

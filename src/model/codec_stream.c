@@ -150,14 +150,8 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_error *e) {
-    if (!d || !out) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_new: NULL argument");
-    *out = NULL;
+size_t codec_decoder_state_floats(const codec_decoder *d) {
     const codec_config *c = &d->cfg;
-    codec_stream *s = calloc(1, sizeof *s);
-    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    s->d = d;
-    s->ops = &d->ops;
     const size_t KD = (size_t)c->n_kv_heads * c->head_dim, W1 = (size_t)c->window - 1;
     size_t n = (size_t)c->codebook_dim * 2 + 2 * (size_t)c->n_layers * W1 * KD;
     n += (size_t)c->n_up * c->latent * 6 + (size_t)c->latent * 6;
@@ -167,6 +161,19 @@ qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_er
         for (int r = 0; r < CODEC_N_RES; r++) n += (size_t)bl->cout * 6 * bl->ru[r].dilation;
     }
     n += (size_t)(c->decoder_dim >> c->n_blocks) * 6;
+    return n;
+}
+
+qtts_status codec_stream_new(const codec_decoder *d, codec_stream **out, qtts_error *e) {
+    if (!d || !out) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_stream_new: NULL argument");
+    *out = NULL;
+    const codec_config *c = &d->cfg;
+    codec_stream *s = calloc(1, sizeof *s);
+    if (!s) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    s->d = d;
+    s->ops = &d->ops;
+    const size_t KD = (size_t)c->n_kv_heads * c->head_dim, W1 = (size_t)c->window - 1;
+    size_t n = codec_decoder_state_floats(d);
     s->state = malloc(n * sizeof(float) + 1);
     s->k_hist = calloc((size_t)c->n_layers + 1, sizeof *s->k_hist);
     s->v_hist = calloc((size_t)c->n_layers + 1, sizeof *s->v_hist);

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/quant.h"
 #include "model/lm_vulkan.h"
+#include "model/weights_cache.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,13 @@
 #endif
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 qtts_model_params qtts_model_default_params(void) {
     qtts_model_params p;
@@ -32,6 +40,35 @@ qtts_model_params qtts_model_default_params(void) {
     const char *d = getenv("QTTS_DEVICE");
     p.device = d && *d ? atoi(d) : 0;
     return p;
+}
+
+int qtts_cache_default_dir(char *buf, size_t n) {
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    int k = x && *x ? snprintf(buf, n, "%s/qtts", x) : h && *h ? snprintf(buf, n, "%s/.cache/qtts", h) : -1;
+    return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+typedef struct list_cb {
+    void (*fn)(const char *, long long, void *);
+    void *user;
+} list_cb;
+
+static void list_one(const char *path, int64_t bytes, void *u) {
+    list_cb *c = u;
+    if (c->fn) c->fn(path, (long long)bytes, c->user);
+}
+
+int qtts_cache_list(const char *cache_dir, const char *model_dir, void (*fn)(const char *, long long, void *),
+                    void *user) {
+    if (!cache_dir) return -1;
+    list_cb c = {fn, user};
+    struct stat sb;
+    if (stat(cache_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return -1;
+    return wcache_list(cache_dir, model_dir, list_one, &c);
+}
+
+int qtts_cache_clear(const char *cache_dir, const char *model_dir) {
+    return cache_dir ? wcache_clear(cache_dir, model_dir) : -1;
 }
 
 void model_log(const qtts_model *m, qtts_log_level level, const char *fmt, ...) {
@@ -89,8 +126,9 @@ static const char *format_name(qtts_weight_type t) {
  * (quantised, or as stored), in the huge-page arena when there is one, then
  * let the kernel drop the source pages from this process (they were only
  * read to copy or quantise), so resident memory holds each matrix once. */
-static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qtts_error *e) {
+static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, wcache_writer *wr, qtts_error *e) {
     if (t == QTTS_WEIGHTS_NATIVE) {
+        if (wr) wcache_put(wr, w);
         /* as stored: a copy in the arena if there is one, the file's pages dropped */
         const size_t nb = (size_t)w->rows * w->cols * dtype_size(w->dtype);
         void *p = huge_arena_copy(&m->weights_arena, w->data, nb);
@@ -111,6 +149,7 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, qt
         qmat_free(&q);
         return s;
     }
+    if (wr) wcache_put(wr, &q);
     (void)qmat_move_to_arena(&q, &m->weights_arena); /* no arena or no room: q keeps its buffer */
     *w = q;
     return QTTS_OK;
@@ -122,28 +161,59 @@ static size_t arena_bytes_max(const qt_mat *w, qtts_weight_type t) {
     return qmat_quant_bytes_max(w->rows, w->cols);
 }
 
-static size_t layers_arena_bytes_max(const tf_weights *tw, qtts_weight_type t) {
-    size_t n = 0;
-    for (int l = 0; l < tw->cfg.n_layers; l++) {
-        const tf_layer *L = &tw->layers[l];
-        const qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
-        for (int i = 0; i < 7; i++) n += arena_bytes_max(ms[i], t);
+/* The per-frame matrices in load order, with the format each is kept in
+ * (talker layers + codec_head; predictor layers, heads and projection).
+ * Returns the count (at most cap). */
+static int frame_mats(qtts_model *m, qtts_weight_type tt, qtts_weight_type pt, qt_mat **ms, qtts_weight_type *ts,
+                      int cap) {
+    int n = 0;
+    tf_weights *tws[2] = {&m->talker.tf, &m->cp.tf};
+    for (int k = 0; k < 2; k++) {
+        for (int l = 0; l < tws[k]->cfg.n_layers; l++) {
+            tf_layer *L = &tws[k]->layers[l];
+            qt_mat *lm[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
+            for (int i = 0; i < 7; i++)
+                if (n < cap) ms[n] = lm[i], ts[n++] = k ? pt : tt;
+        }
+        if (k == 0 && n < cap) ms[n] = &m->talker.codec_head, ts[n++] = tt;
     }
+    for (int g = 0; g < m->cp.n_groups; g++)
+        if (n < cap) ms[n] = &m->cp.head[g], ts[n++] = pt;
+    if (m->cp.has_proj && n < cap) ms[n] = &m->cp.proj, ts[n++] = pt;
     return n;
 }
 
-static qtts_status quantize_layers(qtts_model *m, tf_weights *tw, qtts_weight_type t, qtts_error *e) {
-    qtts_status s = QTTS_OK;
-    for (int l = 0; l < tw->cfg.n_layers && !s; l++) {
-        tf_layer *L = &tw->layers[l];
-        qt_mat *ms[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->wgate, &L->wup, &L->wdown};
-        for (int i = 0; i < 7 && !s; i++) s = quantize_mat(m, ms[i], t, e);
+/* Point the matrices into a valid cache file: 1 on success (quantised ones
+ * mapped, stored ones handled as usual); 0 when the file is missing or not
+ * fit (why says why; nothing changed). */
+static int use_cache(qtts_model *m, const char *path, uint64_t key, qt_mat **ms, qtts_weight_type *ts, int n,
+                     char *why, size_t why_cap, qtts_error *e, qtts_status *st) {
+    if (wcache_open(path, key, n, &m->wcache, why, why_cap)) return 0;
+    for (int i = 0; i < n; i++) {
+        qt_mat t = *ms[i];
+        int r = wcache_get(&m->wcache, i, &t);
+        if (r < 0 || (r == 1) != (ts[i] == QTTS_WEIGHTS_NATIVE)) {
+            snprintf(why, why_cap, "cache file %s does not fit this checkpoint (matrix %d)", path, i);
+            wcache_close(&m->wcache);
+            return 0;
+        }
     }
-    return s;
+    *st = QTTS_OK;
+    for (int i = 0; i < n && !*st; i++) {
+        if (ts[i] == QTTS_WEIGHTS_NATIVE) {
+            *st = quantize_mat(m, ms[i], QTTS_WEIGHTS_NATIVE, NULL, e);
+        } else {
+            const size_t nb = (size_t)ms[i]->rows * ms[i]->cols * dtype_size(ms[i]->dtype);
+            const void *src = ms[i]->data;
+            (void)wcache_get(&m->wcache, i, ms[i]);
+            st_release(&m->st, src, nb); /* the checkpoint's pages of it are not needed */
+        }
+    }
+    return 1;
 }
 
-/* Quantise the per-frame matrices as the params ask (talker layers +
- * codec_head; predictor layers, heads and projection). */
+/* Quantise the per-frame matrices as the params ask, or map them from the
+ * prepared-weights cache (params.cache_dir, CPU backend, a quantised format). */
 static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
     const qtts_weight_type tt = m->params.weights;
     const qtts_weight_type pt = m->params.predictor_weights == QTTS_WEIGHTS_DEFAULT ? tt : m->params.predictor_weights;
@@ -151,22 +221,69 @@ static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
         return err_set(e, QTTS_ERR_INVALID_ARG, "unknown weight type (talker %d, predictor %d)", (int)tt, (int)pt);
     m->talker_format = format_name(tt);
     m->predictor_format = format_name(pt);
+    const int cap = 2 * 7 * (m->talker.tf.cfg.n_layers + m->cp.tf.cfg.n_layers) + m->cp.n_groups + 4;
+    qt_mat **ms = malloc(sizeof *ms * (size_t)cap);
+    qtts_weight_type *ts = malloc(sizeof *ts * (size_t)cap);
+    if (!ms || !ts) {
+        free(ms), free(ts);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+    }
+    const int n = frame_mats(m, tt, pt, ms, ts, cap);
+    /* the cache: CPU backend, something to prepare */
+    const int cached = m->params.cache_dir && *m->params.cache_dir && m->params.backend == QTTS_BACKEND_CPU &&
+                       (tt != QTTS_WEIGHTS_NATIVE || pt != QTTS_WEIGHTS_NATIVE);
+    snprintf(m->cache_status, sizeof m->cache_status, "%s",
+             !m->params.cache_dir || !*m->params.cache_dir ? "off"
+             : m->params.backend != QTTS_BACKEND_CPU   ? "off (not used by the Vulkan backend)"
+                                                       : "off (native weights: nothing to prepare)");
+    uint64_t key = 0;
+    wcache_writer wr, *wrp = NULL;
+    if (cached) {
+        key = wcache_key(&m->st, m->talker_format, m->predictor_format, m->ops.k);
+        if (wcache_path(m->params.cache_dir, m->dir, m->talker_format, m->predictor_format, m->ops.k->name,
+                        m->cache_path, sizeof m->cache_path)) {
+            snprintf(m->cache_status, sizeof m->cache_status, "off (cannot name a cache file in %s)",
+                     m->params.cache_dir);
+        } else {
+            char why[4600];
+            qtts_status st = QTTS_OK;
+            /* native matrices in a mixed-format cache still go to the arena */
+            if (m->params.huge_pages) {
+                size_t reserve = 0;
+                for (int i = 0; i < n; i++)
+                    if (ts[i] == QTTS_WEIGHTS_NATIVE) reserve += arena_bytes_max(ms[i], ts[i]);
+                if (reserve) (void)huge_arena_reserve(&m->weights_arena, reserve);
+            }
+            if (use_cache(m, m->cache_path, key, ms, ts, n, why, sizeof why, e, &st)) {
+                snprintf(m->cache_status, sizeof m->cache_status, "mapped %s", m->cache_path);
+                huge_arena_trim(&m->weights_arena);
+                free(ms), free(ts);
+                return st;
+            }
+            huge_arena_release(&m->weights_arena);
+            model_log(m, QTTS_LOG_INFO, "prepared-weights cache: %s; preparing the weights", why);
+            if (wcache_begin(&wr, m->cache_path, key, n) == 0) wrp = &wr;
+            else
+                model_log(m, QTTS_LOG_WARN, "prepared-weights cache: cannot write in %s", m->params.cache_dir);
+        }
+    }
     /* one huge-page arena for the per-frame matrices (virtual until used;
      * without it quantised matrices keep their own buffers and stored ones
      * stay in the file mapping) */
     if (m->params.huge_pages && m->params.backend == QTTS_BACKEND_CPU) {
-        size_t reserve = layers_arena_bytes_max(&m->talker.tf, tt) + arena_bytes_max(&m->talker.codec_head, tt) +
-                         layers_arena_bytes_max(&m->cp.tf, pt);
-        for (int g = 0; g < m->cp.n_groups; g++) reserve += arena_bytes_max(&m->cp.head[g], pt);
-        if (m->cp.has_proj) reserve += arena_bytes_max(&m->cp.proj, pt);
+        size_t reserve = 0;
+        for (int i = 0; i < n; i++) reserve += arena_bytes_max(ms[i], ts[i]);
         (void)huge_arena_reserve(&m->weights_arena, reserve);
     }
-    qtts_status s = quantize_layers(m, &m->talker.tf, tt, e);
-    if (!s) s = quantize_mat(m, &m->talker.codec_head, tt, e);
-    if (!s) s = quantize_layers(m, &m->cp.tf, pt, e);
-    for (int g = 0; g < m->cp.n_groups && !s; g++) s = quantize_mat(m, &m->cp.head[g], pt, e);
-    if (!s && m->cp.has_proj) s = quantize_mat(m, &m->cp.proj, pt, e);
+    qtts_status s = QTTS_OK;
+    for (int i = 0; i < n && !s; i++) s = quantize_mat(m, ms[i], ts[i], wrp, e);
     huge_arena_trim(&m->weights_arena);
+    if (wrp) {
+        if (s) wcache_abort(wrp);
+        else if (wcache_commit(wrp) == 0) snprintf(m->cache_status, sizeof m->cache_status, "written %s", m->cache_path);
+        else snprintf(m->cache_status, sizeof m->cache_status, "not written (%s)", m->cache_path);
+    }
+    free(ms), free(ts);
     return s;
 }
 
@@ -261,6 +378,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
     if (errbuf && errbuf_size) errbuf[0] = 0;
     qtts_status s = QTTS_OK;
     qtts_model *m = NULL;
+    const double t0 = now_ms();
     if (!out || !dir) {
         s = err_set(&e, QTTS_ERR_INVALID_ARG, "qtts_model_load: out and dir must not be NULL");
         goto fail;
@@ -292,7 +410,9 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         err_prefix(&e, "%s: ", dir);
         goto fail;
     }
+    const double tq = now_ms();
     if ((s = quantize_model(m, &e))) goto fail;
+    m->prepare_ms = now_ms() - tq;
 #if defined(__GLIBC__)
     /* quantising frees a row-major copy per matrix; give those heap holes back to
      * the system (measured on 1.7B int8: 2.7 GB peak RSS -> 2.2 GB for 2.1 GB of weights) */
@@ -343,6 +463,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         if (!strstr(m->cfg.langs[i].name, "dialect")) m->lang_list[m->n_lang_list++] = m->cfg.langs[i].name;
     model_log(m, QTTS_LOG_INFO, "loaded %s (%s, %s): %lld parameters, %s, kernels %s", dir, m->cfg.type_name,
               m->cfg.size_name, (long long)m->n_params, m->weight_dtype, m->ops.k->name);
+    m->load_ms = now_ms() - t0;
     *out = m;
     return QTTS_OK;
 fail:
@@ -356,6 +477,7 @@ void qtts_model_free(qtts_model *m) {
     if (m->codec) codec_decoder_use_vulkan(m->codec, NULL, NULL); /* before its device goes */
     lmv_free(m->lmv);
     free_quantized(m);
+    wcache_close(&m->wcache);
     talker_free(&m->talker);
     cp_free(&m->cp);
     tok_free(m->tok);
@@ -396,6 +518,9 @@ void qtts_model_get_info(const qtts_model *m, qtts_model_info *info) {
     info->weight_dtype = m->weight_dtype;
     info->talker_format = m->talker_format ? m->talker_format : "native";
     info->predictor_format = m->predictor_format ? m->predictor_format : "native";
+    info->weights_cache = m->cache_status[0] ? m->cache_status : "off";
+    info->load_ms = m->load_ms;
+    info->prepare_ms = m->prepare_ms;
     info->backend = m->params.backend;
     info->device_name = "cpu";
     info->device_driver = "";

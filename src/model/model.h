@@ -15,6 +15,7 @@
 #include "model/talker.h"
 #include "model/text_tokenizer.h"
 #include "util/huge_arena.h"
+#include "model/weights_cache.h"
 
 typedef struct lmv_model lmv_model;
 
@@ -44,6 +45,10 @@ struct qtts_model {
     const char *weight_dtype;
     const char *talker_format, *predictor_format; /* "native", "q8", "q4" */
     lmv_model *lmv;            /* the language model on the Vulkan device; NULL on the CPU backend */
+    double load_ms, prepare_ms;           /* qtts_model_load, and of it the matrices' preparation */
+    wcache_map wcache;         /* the prepared-weights cache file the matrices point into, if mapped */
+    char cache_path[4096];     /* its path (or the one written) */
+    char cache_status[4200];   /* "off ...", "mapped PATH", "written PATH", "not written (PATH)" */
 };
 
 /* Send a formatted message to the model's log callback (if any). */

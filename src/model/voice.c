@@ -34,7 +34,20 @@ static qtts_status prime_cached(const qtts_voice *cv, codec_stream *s, float *re
     qtts_voice *v = (qtts_voice *)cv; /* the cache is internal state: the voice stays logically immutable */
     pthread_mutex_lock(&v->mu);
     qtts_status st = QTTS_OK;
-    if (v->primed.state && v->primed.d == codec_stream_decoder(s)) {
+    const codec_decoder *dec = codec_stream_decoder(s);
+    if (!v->primed.state && v->d.primed_state && v->d.primed_key == codec_decoder_state_key(dec)) {
+        /* a saved voice's primed state, made by a decoder with the same key:
+         * adopt it instead of decoding the reference frames again */
+        v->primed.d = dec;
+        v->primed.pos = v->d.primed_pos;
+        v->primed.kv_len = v->d.primed_kv_len;
+        v->primed.n = v->d.primed_n;
+        v->primed.state = v->d.primed_state;
+        v->ref_last = v->d.primed_ref_last;
+        v->d.primed_state = NULL;
+        v->d.primed_n = 0;
+    }
+    if (v->primed.state && v->primed.d == dec) {
         codec_stream_restore(s, &v->primed);
     } else {
         const int spf = codec_decoder_samples_per_frame(codec_stream_decoder(s));
@@ -180,6 +193,16 @@ static qtts_status make_voice(const qtts_model *m, const float *pcm, size_t n, c
         }
         if (!s && p->ref_text && !(d->ref_text = strdup(p->ref_text))) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
+    if (!s && icl && m->codec) {
+        /* prime the decoder once now, so that a saved voice carries the state */
+        codec_stream *cs = NULL;
+        s = codec_stream_new(m->codec, &cs, e);
+        if (!s) {
+            codec_stream_set_ops(cs, &m->ops);
+            s = prime_cached(v, cs, NULL, e);
+        }
+        codec_stream_free(cs);
+    }
     if (s) {
         qtts_voice_free(v);
         return s;
@@ -257,18 +280,44 @@ qtts_status qtts_voice_from_pcm(const qtts_model *m, const float *pcm, size_t ns
     return s ? fail(&e, errbuf, n) : QTTS_OK;
 }
 
+/* v's data as saved: with the primed decoder state it holds (made here or
+ * loaded), keyed by the decoder that made it. Borrows v's arrays; call with
+ * v->mu held. */
+static voice_data save_view(const qtts_voice *v) {
+    voice_data d = v->d;
+    if (v->primed.state && v->primed.d) {
+        d.primed_key = codec_decoder_state_key(v->primed.d);
+        d.primed_ref_last = v->ref_last;
+        d.primed_pos = v->primed.pos;
+        d.primed_kv_len = v->primed.kv_len;
+        d.primed_n = v->primed.n;
+        d.primed_state = v->primed.state;
+    }
+    return d;
+}
+
 qtts_status qtts_voice_save(const qtts_voice *v, const char *path, char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
     if (!v || !path) return QTTS_ERR_INVALID_ARG;
-    return voice_save(path, &v->d, &e) ? fail(&e, errbuf, n) : QTTS_OK;
+    qtts_voice *mv = (qtts_voice *)v; /* the lock only */
+    pthread_mutex_lock(&mv->mu);
+    voice_data d = save_view(v);
+    qtts_status s = voice_save(path, &d, &e);
+    pthread_mutex_unlock(&mv->mu);
+    return s ? fail(&e, errbuf, n) : QTTS_OK;
 }
 
 qtts_status qtts_voice_save_memory(const qtts_voice *v, unsigned char **data, size_t *size, char *errbuf, size_t n) {
     qtts_error e;
     err_clear(&e);
     if (!v || !data || !size) return QTTS_ERR_INVALID_ARG;
-    return voice_save_mem(&v->d, data, size, &e) ? fail(&e, errbuf, n) : QTTS_OK;
+    qtts_voice *mv = (qtts_voice *)v;
+    pthread_mutex_lock(&mv->mu);
+    voice_data d = save_view(v);
+    qtts_status s = voice_save_mem(&d, data, size, &e);
+    pthread_mutex_unlock(&mv->mu);
+    return s ? fail(&e, errbuf, n) : QTTS_OK;
 }
 
 static qtts_status check(const qtts_model *m, qtts_voice *v, qtts_error *e) {
@@ -320,5 +369,13 @@ void qtts_voice_free(qtts_voice *v) {
 }
 
 int qtts_voice_is_icl(const qtts_voice *v) { return v && v->d.icl; }
+int qtts_voice_has_primed_state(const qtts_voice *v) {
+    if (!v) return 0;
+    qtts_voice *mv = (qtts_voice *)v; /* the lock only */
+    pthread_mutex_lock(&mv->mu);
+    int r = v->primed.state || v->d.primed_state;
+    pthread_mutex_unlock(&mv->mu);
+    return r;
+}
 int qtts_voice_n_ref_frames(const qtts_voice *v) { return v ? v->d.n_ref_frames : 0; }
 const char *qtts_voice_ref_text(const qtts_voice *v) { return v && v->d.ref_text ? v->d.ref_text : ""; }

@@ -164,6 +164,20 @@ static qtts_status validate(const voice_data *v, const char *label, qtts_status 
         if (!utf8_ok((const unsigned char *)v->ref_text, L))
             return err_set(e, st, "%s: reference transcript is not valid UTF-8", label);
     }
+    if (v->primed_state) {
+        if (!v->icl) return err_set(e, st, "%s: an x-vector-only voice carries no primed decoder state", label);
+        if (v->primed_n < 1 || v->primed_n > VOICE_MAX_PRIMED_FLOATS)
+            return err_set(e, st, "%s: primed decoder state of %zu floats is outside 1..%u", label, v->primed_n,
+                           VOICE_MAX_PRIMED_FLOATS);
+        if (v->primed_pos < 0 || v->primed_kv_len < 0)
+            return err_set(e, st, "%s: primed decoder position %lld / window %d is negative", label,
+                           (long long)v->primed_pos, v->primed_kv_len);
+        if (!isfinite(v->primed_ref_last))
+            return err_set(e, st, "%s: the primed reference's last sample is not finite", label);
+        for (size_t i = 0; i < v->primed_n; i++)
+            if (!isfinite(v->primed_state[i]))
+                return err_set(e, st, "%s: primed decoder state value %zu is not finite", label, i);
+    }
     return QTTS_OK;
 }
 
@@ -177,12 +191,14 @@ qtts_status voice_save_mem(const voice_data *v, unsigned char **buf, size_t *siz
     if (st != QTTS_OK) return st;
     size_t X = (size_t)v->xvector_len, F = (size_t)v->n_ref_frames, Q = (size_t)v->n_codebooks;
     size_t N = (size_t)v->n_ref_text_ids, L = v->ref_text ? strlen(v->ref_text) : 0;
+    size_t S = v->primed_state ? v->primed_n : 0;
     size_t total = VOICE_HEADER_BYTES + 4 * X + 4 + 4 * F * Q + 4 + 4 * N + 4 + L + 4;
+    if (S) total += VOICE_PRIMED_FIXED_BYTES + 4 * S;
     unsigned char *b = calloc(1, total);
     if (!b) return err_set(e, QTTS_ERR_NOMEM, "out of memory (%zu bytes for a voice)", total);
     memcpy(b, VOICE_MAGIC, 8);
     put_u32(b + 8, VOICE_FORMAT_VERSION);
-    put_u32(b + 12, v->icl ? VOICE_FLAG_ICL : 0u);
+    put_u32(b + 12, (v->icl ? VOICE_FLAG_ICL : 0u) | (S ? VOICE_FLAG_PRIMED : 0u));
     memcpy(b + 16, v->model_type, strlen(v->model_type)); /* NUL padding from calloc */
     memcpy(b + 32, v->model_size, strlen(v->model_size));
     put_u32(b + 48, (uint32_t)v->hidden_size);
@@ -201,6 +217,17 @@ qtts_status voice_save_mem(const voice_data *v, unsigned char **buf, size_t *siz
     o += 4;
     if (L) memcpy(b + o, v->ref_text, L);
     o += L;
+    if (S) {
+        put_u32(b + o, (uint32_t)v->primed_key);
+        put_u32(b + o + 4, (uint32_t)(v->primed_key >> 32));
+        put_f32(b + o + 8, v->primed_ref_last);
+        put_u32(b + o + 12, (uint32_t)(uint64_t)v->primed_pos);
+        put_u32(b + o + 16, (uint32_t)((uint64_t)v->primed_pos >> 32));
+        put_u32(b + o + 20, (uint32_t)v->primed_kv_len);
+        put_u32(b + o + 24, (uint32_t)S);
+        o += VOICE_PRIMED_FIXED_BYTES;
+        for (size_t i = 0; i < S; i++, o += 4) put_f32(b + o, v->primed_state[i]);
+    }
     put_u32(b + o, voice_crc32(0, b, o));
     *buf = b;
     *size = total;
@@ -239,6 +266,7 @@ void voice_free(voice_data *v) {
     free(v->ref_codes);
     free(v->ref_text_ids);
     free(v->ref_text);
+    free(v->primed_state);
     memset(v, 0, sizeof *v);
 }
 
@@ -271,11 +299,16 @@ static qtts_status parse(const unsigned char *d, size_t size, const char *label,
                        label, version, VOICE_FORMAT_VERSION);
     NEED(VOICE_HEADER_BYTES - 12, "the header");
     uint32_t flags = get_u32(d + 12);
-    if (flags & ~VOICE_FLAG_ICL)
+    const uint32_t known = version >= 2 ? VOICE_FLAG_ICL | VOICE_FLAG_PRIMED : VOICE_FLAG_ICL;
+    if (flags & ~known)
         return err_set(e, QTTS_ERR_FORMAT,
-                       "voice file %s sets unknown flags 0x%08x (version %u defines only bit 0): the file is "
+                       "voice file %s sets unknown flags 0x%08x (version %u defines only %s): the file is "
                        "damaged or from a newer qtts",
-                       label, flags & ~VOICE_FLAG_ICL, version);
+                       label, flags & ~known, version, version >= 2 ? "bits 0 and 1" : "bit 0");
+    if ((flags & VOICE_FLAG_PRIMED) && !(flags & VOICE_FLAG_ICL))
+        return err_set(e, QTTS_ERR_FORMAT,
+                       "voice file %s flags a primed decoder state on an x-vector-only voice: the file is damaged",
+                       label);
     v->icl = (flags & VOICE_FLAG_ICL) ? 1 : 0;
     memcpy(v->model_type, d + 16, VOICE_NAME_FIELD);
     memcpy(v->model_size, d + 32, VOICE_NAME_FIELD);
@@ -347,6 +380,21 @@ static qtts_status parse(const unsigned char *d, size_t size, const char *label,
     NEED(L, "the transcript");
     size_t text_at = o;
     o += L;
+    size_t primed_at = 0, S = 0;
+    if (flags & VOICE_FLAG_PRIMED) {
+        NEED(VOICE_PRIMED_FIXED_BYTES, "the primed decoder state's header");
+        uint32_t s32 = get_u32(d + o + 24);
+        if (s32 < 1 || s32 > VOICE_MAX_PRIMED_FLOATS)
+            return err_set(e, QTTS_ERR_FORMAT,
+                           "voice file %s claims a primed decoder state of %u floats (allowed 1..%u): the file is "
+                           "damaged",
+                           label, s32, VOICE_MAX_PRIMED_FLOATS);
+        S = s32;
+        primed_at = o;
+        o += VOICE_PRIMED_FIXED_BYTES;
+        NEED(4 * S, "the primed decoder state");
+        o += 4 * S;
+    }
     NEED(4, "the CRC-32");
     uint32_t stored = get_u32(d + o);
     size_t crc_at = o;
@@ -368,6 +416,21 @@ static qtts_status parse(const unsigned char *d, size_t size, const char *label,
         if (!v->ref_text) return err_set(e, QTTS_ERR_NOMEM, "out of memory loading voice file %s", label);
         memcpy(v->ref_text, d + text_at, L);
         v->ref_text[L] = '\0';
+    }
+    if (S) {
+        const unsigned char *p = d + primed_at;
+        v->primed_key = (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+        v->primed_ref_last = get_f32(p + 8);
+        uint64_t pos = (uint64_t)get_u32(p + 12) | (uint64_t)get_u32(p + 16) << 32;
+        uint32_t kv = get_u32(p + 20);
+        if (pos > (uint64_t)INT64_MAX || kv > (uint32_t)INT32_MAX)
+            return err_set(e, QTTS_ERR_FORMAT, "voice file %s: the primed decoder position is out of range", label);
+        v->primed_pos = (int64_t)pos;
+        v->primed_kv_len = (int)kv;
+        v->primed_state = malloc(4 * S + 1);
+        if (!v->primed_state) return err_set(e, QTTS_ERR_NOMEM, "out of memory loading voice file %s", label);
+        for (size_t i = 0; i < S; i++) v->primed_state[i] = get_f32(p + VOICE_PRIMED_FIXED_BYTES + 4 * i);
+        v->primed_n = S;
     }
     char what[600];
     snprintf(what, sizeof what, "voice file %s", label);

@@ -7,16 +7,19 @@
  * x_vector_only_mode / icl_mode, ref_text), which upstream keeps only in
  * memory (or pickles); this format is qtts's own.
  *
- * File format, version 1. Every integer is little-endian, written byte by
+ * File format, version 2 (version 1 is the same without bit 1 of the flags
+ * and the primed-state block). Every integer is little-endian, written byte by
  * byte; u32 = unsigned 32-bit, i32 = two's-complement signed 32-bit, f32 =
  * IEEE-754 binary32. X, F, Q, N, L are the counts read before them.
  *
  *   offset      size    field
  *   0           8       magic, the ASCII bytes "QTTSVOIC"
- *   8           4       u32 format version (1)
+ *   8           4       u32 format version (2)
  *   12          4       u32 flags: bit 0 = ICL voice (reference codes and
- *                       transcript ids follow); 0 = x-vector only. The other
- *                       bits are reserved and must be 0.
+ *                       transcript ids follow); 0 = x-vector only. Bit 1
+ *                       (version 2, ICL only) = the primed decoder state
+ *                       follows the transcript. The other bits are reserved
+ *                       and must be 0.
  *   16          16      model type the voice was made with: config.json
  *                       tts_model_type ("base"), printable ASCII, 1..15
  *                       bytes, NUL-padded to 16 (at least one NUL)
@@ -36,7 +39,18 @@
  *                       qtts_gen_params.ref_text_ids takes them (no chat template)
  *   C = B+4+4N  4       u32 L = transcript bytes, 0..VOICE_MAX_TEXT_BYTES (0 = none)
  *   C+4         L       the reference transcript, UTF-8, no NUL, no terminator
- *   D = C+4+L   4       u32 CRC-32 of bytes [0, D): IEEE 802.3 polynomial
+ *   P = C+4+L           only with flag bit 1, else P = D:
+ *   P           8       u64 state key (codec_decoder_state_key: the decoder
+ *                       weights' fingerprint, the kernel table, the backend
+ *                       and the state layout); a loader whose decoder has
+ *                       another key ignores the state and decodes the
+ *                       reference frames again (same audio, slower start)
+ *   P+8         4       f32 the reference's last decoded sample (ICL cut)
+ *   P+12        8       i64 stream position in frames, >= 0
+ *   P+20        4       u32 attention window length in use
+ *   P+24        4       u32 S = state floats, 1..VOICE_MAX_PRIMED_FLOATS
+ *   P+28        4S      f32 state [S] (codec_snapshot.state), every value finite
+ *   D = P+28+4S 4       u32 CRC-32 of bytes [0, D): IEEE 802.3 polynomial
  *                       (reflected 0xEDB88320), initial value and final xor
  *                       0xFFFFFFFF, i.e. zlib's crc32()
  *   D+4                 end of file: nothing may follow
@@ -45,7 +59,9 @@
  * x-vector 8192 values, 64 codebooks of up to 65536 codes, 7500 reference
  * frames (600 s at 12.5 frames/s, ten times the 60 s reference limit of the
  * audio reader), 65536 transcript ids, 1 MiB of transcript; so a voice file
- * is at most VOICE_MAX_FILE_BYTES (~3.3 MB).
+ * is at most VOICE_MAX_FILE_BYTES (~3.3 MB plus 64 MiB of primed state; a
+ * real primed state is a few MB: the codec's attention window and its
+ * convolutions' left context).
  *
  * Version policy: writers always write VOICE_FORMAT_VERSION. A reader loads
  * every version from 1 up to its own and refuses a newer one with a message
@@ -66,8 +82,11 @@
 #include "util/error.h"
 
 #define VOICE_MAGIC "QTTSVOIC"
-#define VOICE_FORMAT_VERSION 1u
+#define VOICE_FORMAT_VERSION 2u
 #define VOICE_FLAG_ICL 1u
+#define VOICE_FLAG_PRIMED 2u          /* version >= 2 */
+#define VOICE_MAX_PRIMED_FLOATS (1u << 24)
+#define VOICE_PRIMED_FIXED_BYTES 28u  /* key, ref_last, pos, kv_len, count */
 #define VOICE_NAME_FIELD 16           /* bytes of the model type / size fields */
 #define VOICE_MAX_XVECTOR 8192
 #define VOICE_MAX_CODEBOOKS 64
@@ -79,7 +98,7 @@
 #define VOICE_MAX_FILE_BYTES                                                                   \
     ((size_t)VOICE_HEADER_BYTES + 4u * VOICE_MAX_XVECTOR + 4u +                                \
      4u * (size_t)VOICE_MAX_REF_FRAMES * VOICE_MAX_CODEBOOKS + 4u + 4u * VOICE_MAX_TEXT_IDS + \
-     4u + VOICE_MAX_TEXT_BYTES + 4u)
+     4u + VOICE_MAX_TEXT_BYTES + VOICE_PRIMED_FIXED_BYTES + 4u * (size_t)VOICE_MAX_PRIMED_FLOATS + 4u)
 
 /* A voice in memory. Arrays are malloc'ed and owned by the struct (voice_free). */
 typedef struct voice_data {
@@ -96,6 +115,14 @@ typedef struct voice_data {
     int n_ref_text_ids;                /* N: ICL >= 1, else 0 */
     int32_t *ref_text_ids;             /* [n_ref_text_ids] transcript token ids; NULL when N = 0 */
     char *ref_text;                    /* UTF-8 transcript, NUL-terminated; NULL = none */
+    /* ICL: the codec stream primed with the reference frames (a codec_snapshot
+     * and the key of the decoder that made it); primed_state NULL = none */
+    uint64_t primed_key;
+    float primed_ref_last;
+    int64_t primed_pos;
+    int primed_kv_len;
+    size_t primed_n;                   /* floats in primed_state */
+    float *primed_state;
 } voice_data;
 
 /* Write v to path (created or replaced). Invalid v: QTTS_ERR_INVALID_ARG;

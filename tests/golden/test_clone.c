@@ -21,6 +21,85 @@ static int codes_equal(const int32_t *c, int nf, const npy_array *g) {
     return 1;
 }
 
+/* Synthesize with voice v: codes and audio (caller frees). */
+static int synth(qtts_context *ctx, qtts_gen_params *gp, qtts_voice *v, int32_t **codes, int *nf, float **pcm,
+                 size_t *n) {
+    gp->voice = v;
+    *codes = NULL;
+    *pcm = NULL;
+    if (qtts_generate_codes(ctx, gp, NULL, NULL, codes, nf)) return 0;
+    return qtts_synthesize(ctx, gp, NULL, NULL, NULL, pcm, n) == QTTS_OK;
+}
+
+/* A saved ICL voice restores its primed decoder state instead of decoding the
+ * reference again: codes and audio bit-identical to a voice file without the
+ * state (which decodes the reference), a doctored state is used (the audio
+ * changes), and a state of another decoder (other key) is ignored. */
+static void primed_checks(qtts_model *m, qtts_context *ctx, qtts_gen_params *gp0, qtts_voice *saved,
+                          const unsigned char *buf, size_t size, const char *run) {
+    char name[256], err[1024];
+    qtts_gen_params gp = *gp0;
+    voice_data d;
+    qtts_error e;
+    if (!saved || voice_load_mem(buf, size, "mem", &d, &e)) {
+        snprintf(name, sizeof name, "clone/%s/primed_file", run);
+        test_report(name, 0, "%s", e.msg);
+        return;
+    }
+    int32_t *c_ref = NULL, *c = NULL;
+    float *p_ref = NULL, *p = NULL;
+    int nf_ref = 0, nf = 0;
+    size_t n_ref = 0, n = 0;
+    /* the reference: the same voice without its state (decodes the reference frames) */
+    float *state = d.primed_state;
+    size_t sn = d.primed_n;
+    d.primed_state = NULL;
+    d.primed_n = 0;
+    unsigned char *b = NULL;
+    size_t bn = 0;
+    qtts_voice *plain = NULL;
+    int ok = !voice_save_mem(&d, &b, &bn, &e) && !qtts_voice_load_memory(m, b, bn, "plain", &plain, err, sizeof err) &&
+             !qtts_voice_has_primed_state(plain) && synth(ctx, &gp, plain, &c_ref, &nf_ref, &p_ref, &n_ref);
+    free(b);
+    snprintf(name, sizeof name, "clone/%s/unprimed_voice_synthesizes", run);
+    test_report(name, ok, "%s", err);
+    printf("# clone/%s: primed state %zu floats = %zu bytes of the voice file (%zu in all)\n", run, sn, sn * 4, size);
+    /* the saved voice with its state */
+    ok = ok && synth(ctx, &gp, saved, &c, &nf, &p, &n);
+    snprintf(name, sizeof name, "clone/%s/primed_voice_bit_identical", run);
+    test_report(name, ok && nf == nf_ref && !memcmp(c, c_ref, sizeof(int32_t) * 16 * (size_t)nf) && n == n_ref &&
+                          !memcmp(p, p_ref, sizeof(float) * n),
+                "%d vs %d frames, %zu vs %zu samples", nf, nf_ref, n, n_ref);
+    free(c), free(p);
+    /* a doctored state with the right key is used: the audio changes */
+    d.primed_state = calloc(sn, sizeof(float));
+    d.primed_n = sn;
+    qtts_voice *doc = NULL;
+    b = NULL;
+    int used = d.primed_state && !voice_save_mem(&d, &b, &bn, &e) &&
+               !qtts_voice_load_memory(m, b, bn, "doctored", &doc, err, sizeof err) &&
+               synth(ctx, &gp, doc, &c, &nf, &p, &n) && n == n_ref && memcmp(p, p_ref, sizeof(float) * n) != 0;
+    snprintf(name, sizeof name, "clone/%s/primed_state_is_used", run);
+    test_report(name, used, "%s", err);
+    free(c), free(p), free(b);
+    qtts_voice_free(doc);
+    /* the real state under another decoder's key is ignored: decoded again, same bits */
+    memcpy(d.primed_state, state, sn * sizeof(float));
+    d.primed_key ^= 1;
+    doc = NULL;
+    b = NULL;
+    ok = !voice_save_mem(&d, &b, &bn, &e) && !qtts_voice_load_memory(m, b, bn, "other key", &doc, err, sizeof err) &&
+         synth(ctx, &gp, doc, &c, &nf, &p, &n) && n == n_ref && !memcmp(p, p_ref, sizeof(float) * n);
+    snprintf(name, sizeof name, "clone/%s/primed_other_key_decodes_again", run);
+    test_report(name, ok, "%s", err);
+    free(c), free(p), free(b);
+    qtts_voice_free(doc);
+    free(state);
+    voice_free(&d);
+    free(c_ref), free(p_ref);
+    qtts_voice_free(plain);
+}
+
 int main(void) {
     char err[1024], name[256];
     qtts_model *m = NULL;
@@ -136,6 +215,12 @@ int main(void) {
         }
         snprintf(name, sizeof name, "clone/%s/save_load_same_codes", run);
         test_report(name, ok, "%s", err);
+        if (icl) {
+            snprintf(name, sizeof name, "clone/%s/voice_made_primed", run);
+            test_report(name, qtts_voice_has_primed_state(v) && v2 && qtts_voice_has_primed_state(v2),
+                        "made %d, loaded %d", qtts_voice_has_primed_state(v), v2 ? qtts_voice_has_primed_state(v2) : -1);
+            primed_checks(m, ctx, &gp, v2, buf, size, run);
+        }
         qtts_voice_free(v2);
         remove(path);
         npy_free(&gc);

@@ -221,7 +221,7 @@ static void test_round_trip(void) {
 
         /* documented layout */
         layout l = layout_of(&v);
-        int lay = bm && nm == l.D + 4 && !memcmp(bm, "QTTSVOIC", 8) && get_u32(bm + 8) == 1 &&
+        int lay = bm && nm == l.D + 4 && !memcmp(bm, "QTTSVOIC", 8) && get_u32(bm + 8) == 2 &&
                   get_u32(bm + 12) == (uint32_t)cases[k].icl && !memcmp(bm + 16, "base\0\0\0\0\0\0\0\0\0\0\0\0", 16) &&
                   !memcmp(bm + 32, "0b6\0\0\0\0\0\0\0\0\0\0\0\0\0", 16) && get_u32(bm + 48) == 1024 &&
                   get_u32(bm + 52) == 16 && get_u32(bm + 56) == 2048 && get_u32(bm + 60) == 1024 &&
@@ -323,13 +323,13 @@ static void test_hostile(void) {
         put_u32(b + (off), (val)); \
         fix_crc(b, n);            \
     } while (0)
-    MUTATE(8, 2);
-    expect_load("vf_future_version", b, n, 1, QTTS_ERR_FORMAT, "format version 2; this qtts reads versions up to 1: a newer qtts", 1);
+    MUTATE(8, 3);
+    expect_load("vf_future_version", b, n, 1, QTTS_ERR_FORMAT, "format version 3; this qtts reads versions up to 2: a newer qtts", 1);
     MUTATE(8, 0xFFFFFFFFu);
     expect_load("vf_future_version_max", b, n, 0, QTTS_ERR_FORMAT, "newer qtts", 1);
     MUTATE(8, 0);
     expect_load("vf_version_zero", b, n, 0, QTTS_ERR_FORMAT, "invalid format version 0", 1);
-    MUTATE(12, 3);
+    MUTATE(12, 5);
     expect_load("vf_reserved_flag", b, n, 0, QTTS_ERR_FORMAT, "unknown flags", 1);
     MUTATE(48, 0);
     expect_load("vf_hidden_zero", b, n, 0, QTTS_ERR_FORMAT, "hidden size 0", 1);
@@ -528,6 +528,109 @@ static void test_compatible(void) {
     voice_free(&v);
 }
 
+/* Version 2: an ICL voice with its primed decoder state; version 1 files
+ * still load; the state's header and values are validated. */
+static void test_primed(void) {
+    voice_data v, w;
+    make_voice(&v, 1, 6, 4, k_text);
+    v.primed_key = 0x0123456789abcdefull;
+    v.primed_ref_last = -0.25f;
+    v.primed_pos = 6;
+    v.primed_kv_len = 6;
+    v.primed_n = 1000;
+    v.primed_state = malloc(v.primed_n * sizeof(float));
+    for (size_t i = 0; i < v.primed_n; i++) v.primed_state[i] = (float)rnd() / 4194304.0f - 1.0f;
+    qtts_error e;
+    err_clear(&e);
+    unsigned char *b = NULL;
+    size_t n = 0;
+    qtts_status st = voice_save_mem(&v, &b, &n, &e);
+    layout l = layout_of(&v);
+    const size_t P = l.D; /* the primed block starts where v1's CRC was */
+    int lay = st == QTTS_OK && n == P + 28 + 4 * v.primed_n + 4 && get_u32(b + 12) == 3u &&
+              get_u32(b + P) == 0x89abcdefu && get_u32(b + P + 4) == 0x01234567u && get_u32(b + P + 12) == 6 &&
+              get_u32(b + P + 20) == 6 && get_u32(b + P + 24) == 1000 && get_u32(b + n - 4) == voice_crc32(0, b, n - 4);
+    CHECK("vf_primed_layout", lay, "status %d (%s), %zu bytes, expected %zu", (int)st, e.msg, n,
+          P + 28 + 4 * v.primed_n + 4);
+    st = b ? voice_load_mem(b, n, "primed.qvoice", &w, &e) : QTTS_ERR_INTERNAL;
+    const char *why = "status";
+    int ok = st == QTTS_OK && same_voice(&v, &w, &why);
+    if (ok && (w.primed_key != v.primed_key || w.primed_pos != 6 || w.primed_kv_len != 6 || w.primed_n != 1000 ||
+               w.primed_ref_last != -0.25f || memcmp(w.primed_state, v.primed_state, 4000)))
+        ok = 0, why = "primed state";
+    CHECK("vf_primed_roundtrip", ok, "status %d (%s), mismatch in %s", (int)st, e.msg, why);
+    if (st == QTTS_OK) voice_free(&w);
+
+    /* truncated inside the state, a flipped state bit */
+    int bad = 0;
+    for (size_t cut = P; cut < n; cut += 97)
+        if (!expect_load("vf_primed_truncated", b, cut, 0, QTTS_ERR_FORMAT, cut < n - 4 ? "truncated" : NULL, 0)) bad++;
+    test_report("vf_primed_truncated_everywhere", bad == 0, "%d cuts misbehaved (see above)", bad);
+    unsigned char *c = malloc(n);
+    memcpy(c, b, n);
+    c[P + 28 + 40] ^= 0x10;
+    expect_load("vf_primed_bitflip", c, n, 0, QTTS_ERR_FORMAT, "corrupted", 1);
+    /* a state count over the limit, zero, a NaN in the state, primed on an x-vector voice */
+    memcpy(c, b, n);
+    put_u32(c + P + 24, VOICE_MAX_PRIMED_FLOATS + 1);
+    fix_crc(c, n);
+    expect_load("vf_primed_count_huge", c, n, 0, QTTS_ERR_FORMAT, "primed decoder state of", 1);
+    memcpy(c, b, n);
+    put_u32(c + P + 24, 0);
+    fix_crc(c, n);
+    expect_load("vf_primed_count_zero", c, n, 0, QTTS_ERR_FORMAT, "primed decoder state of 0 floats", 1);
+    memcpy(c, b, n);
+    put_u32(c + P + 28 + 8, 0x7fc00000u);
+    fix_crc(c, n);
+    expect_load("vf_primed_nan", c, n, 0, QTTS_ERR_FORMAT, "not finite", 1);
+    memcpy(c, b, n);
+    put_u32(c + 12, 2u);
+    fix_crc(c, n);
+    expect_load("vf_primed_on_xvector_voice", c, n, 0, QTTS_ERR_FORMAT, "x-vector-only", 1);
+    /* version 1 knows no bit 1 */
+    memcpy(c, b, n);
+    put_u32(c + 8, 1u);
+    fix_crc(c, n);
+    expect_load("vf_v1_refuses_primed_flag", c, n, 0, QTTS_ERR_FORMAT, "unknown flags", 1);
+    free(c);
+    free(b);
+
+    /* a version-1 file (no primed block) still loads, with no state */
+    free(v.primed_state);
+    v.primed_state = NULL;
+    v.primed_n = 0;
+    b = NULL;
+    st = voice_save_mem(&v, &b, &n, &e);
+    if (b) {
+        put_u32(b + 8, 1u);
+        fix_crc(b, n);
+    }
+    st = b ? voice_load_mem(b, n, "v1.qvoice", &w, &e) : QTTS_ERR_INTERNAL;
+    why = "status";
+    ok = st == QTTS_OK && same_voice(&v, &w, &why) && !w.primed_state && w.primed_n == 0;
+    CHECK("vf_v1_file_loads", ok, "status %d (%s), mismatch in %s", (int)st, e.msg, why);
+    if (st == QTTS_OK) voice_free(&w);
+    free(b);
+
+    /* saving: a state on an x-vector voice, a NaN in the state */
+    voice_free(&v);
+    make_voice(&v, 0, 0, 0, NULL);
+    v.primed_n = 4;
+    v.primed_state = calloc(4, sizeof(float));
+    st = voice_save_mem(&v, &b, &n, &e);
+    CHECK("vf_save_primed_xvector_only", st == QTTS_ERR_INVALID_ARG && strstr(e.msg, "primed"), "status %d (%s)",
+          (int)st, e.msg);
+    voice_free(&v);
+    make_voice(&v, 1, 2, 2, NULL);
+    v.primed_n = 4;
+    v.primed_state = calloc(4, sizeof(float));
+    v.primed_state[3] = INFINITY;
+    st = voice_save_mem(&v, &b, &n, &e);
+    CHECK("vf_save_primed_inf", st == QTTS_ERR_INVALID_ARG && strstr(e.msg, "not finite"), "status %d (%s)", (int)st,
+          e.msg);
+    voice_free(&v);
+}
+
 int main(void) {
     snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts_voice_file_XXXXXX");
     if (!mkdtemp(g_tmp)) {
@@ -539,6 +642,7 @@ int main(void) {
     test_hostile();
     test_save_validation();
     test_compatible();
+    test_primed();
     rm_rf(g_tmp);
     return test_finish();
 }

@@ -132,6 +132,9 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = 1;
         else if (!strcmp(a, "--alt-regex")) o->alt_regex = 1;
         else if (!strcmp(a, "--no-huge-pages")) o->no_huge_pages = 1;
+        else if (!strcmp(a, "--no-cache")) o->no_cache = 1;
+        else if (!strcmp(a, "--timing")) o->timing = 1;
+        else if (!strcmp(a, "--cache-dir")) { NEED(); o->cache_dir = v; }
         else if (!strcmp(a, "--seed")) {
             NEED();
             char *end;
@@ -172,6 +175,8 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         if (rc) return rc;
 #undef NEED
     }
+    if (!o->cache_dir && qtts_cache_default_dir(o->cache_dir_buf, sizeof o->cache_dir_buf) == 0)
+        o->cache_dir = o->cache_dir_buf;
     return 0;
 }
 
@@ -214,6 +219,7 @@ static int read_all(FILE *f, const char *what, char **out) {
 }
 
 void cli_apply_backend(const cli_opts *o, qtts_model_params *mp) {
+    mp->cache_dir = o->no_cache ? NULL : o->cache_dir;
     if (o->backend >= 0) mp->backend = (qtts_backend)o->backend;
     if (o->device >= 0) mp->device = o->device;
 }

@@ -58,6 +58,10 @@ typedef struct cli_opts {
     int quiet;
     int alt_regex;
     int no_huge_pages;       /* 1: qtts_model_params.huge_pages = 0 */
+    int no_cache;            /* --no-cache: no prepared-weights cache */
+    int timing;              /* --timing: one line of start-up times on stderr at the end */
+    const char *cache_dir;   /* --cache-dir, else the default (qtts_cache_default_dir); NULL = none */
+    char cache_dir_buf[4096];
     int backend;             /* qtts_backend from --backend; -1 = not given (the library default,
                                 which honours QTTS_BACKEND) */
     int device;              /* --device N; -1 = not given (default 0 or QTTS_DEVICE) */
@@ -66,7 +70,8 @@ typedef struct cli_opts {
 /* Parse argv[first..argc) into o. Returns 0 or an exit code (message printed). */
 int cli_parse(int argc, char **argv, int first, cli_opts *o);
 
-/* Apply --backend / --device to mp (only those given). */
+/* Apply --backend / --device to mp (only those given), and the prepared-weights
+ * cache folder (--cache-dir, the default, or none with --no-cache). */
 void cli_apply_backend(const cli_opts *o, qtts_model_params *mp);
 
 /* Read the text to speak according to o (literal, file or stdin): malloc'ed. */
@@ -77,6 +82,8 @@ int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n);
 
 /* Map a library status to an exit code. */
 int cli_exit_code(qtts_status st);
+
+int cmd_cache(int argc, char **argv, int first);
 
 int cmd_speak(int argc, char **argv, int first);
 int cmd_tokenize(int argc, char **argv, int first);

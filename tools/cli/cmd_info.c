@@ -1,5 +1,6 @@
 /* qtts voices / qtts info: describe a checkpoint folder, and with --backend
- * the compute devices of that backend (qtts_backend_devices). */
+ * the compute devices of that backend (qtts_backend_devices); qtts cache:
+ * list or clear the prepared-weights cache files. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,6 +64,11 @@ static void show_file(const char *dir, const char *name) {
     snprintf(p, sizeof p, "%s/%s", dir, name);
     if (stat(p, &sb) == 0) printf("  %-40s %12lld bytes\n", name, (long long)sb.st_size);
     else printf("  %-40s missing\n", name);
+}
+
+static void show_cache_file(const char *path, long long bytes, void *u) {
+    (void)u;
+    printf("  %s %12lld bytes\n", path, bytes);
 }
 
 /* The devices of backend b, one block each. Returns 0 or an exit code. */
@@ -144,6 +150,35 @@ int cmd_info(int argc, char **argv, int first) {
     const char *files[] = {"config.json", "generation_config.json", "model.safetensors", "vocab.json", "merges.txt",
                            "tokenizer_config.json", "speech_tokenizer/config.json", "speech_tokenizer/model.safetensors"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) show_file(o.model_dir, files[i]);
+    printf("weights cache:   %s\n", in.weights_cache);
+    if (o.cache_dir && !o.no_cache) {
+        printf("cache files:     in %s\n", o.cache_dir);
+        if (qtts_cache_list(o.cache_dir, o.model_dir, show_cache_file, NULL) <= 0) printf("  (none)\n");
+    }
     qtts_model_free(m);
+    return 0;
+}
+
+int cmd_cache(int argc, char **argv, int first) {
+    if (first >= argc || (strcmp(argv[first], "clear") && strcmp(argv[first], "list"))) {
+        fprintf(stderr, "qtts cache: clear or list [--model DIR] [--cache-dir DIR]\n");
+        return EXIT_USAGE;
+    }
+    const int clear = !strcmp(argv[first], "clear");
+    cli_opts o;
+    int rc = cli_parse(argc, argv, first + 1, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!o.cache_dir) {
+        fprintf(stderr, "qtts cache: no cache folder (set --cache-dir, XDG_CACHE_HOME or HOME)\n");
+        return EXIT_USAGE;
+    }
+    if (!clear) {
+        int n = qtts_cache_list(o.cache_dir, o.model_dir, show_cache_file, NULL);
+        if (n <= 0) printf("no cache files in %s\n", o.cache_dir);
+        return 0;
+    }
+    int n = qtts_cache_clear(o.cache_dir, o.model_dir);
+    if (n < 0) printf("no cache folder %s: nothing to clear\n", o.cache_dir);
+    else printf("removed %d cache file%s from %s\n", n, n == 1 ? "" : "s", o.cache_dir);
     return 0;
 }

@@ -140,7 +140,10 @@ int cmd_speak(int argc, char **argv, int first) {
     mp.log = log_stderr;
     mp.log_user = &o.quiet;
     char err[1024];
+    const double t_main = now_s(); /* ~ process launch: the library is static, nothing ran before main */
+    double t_voice = 0;
     qtts_status s = qtts_model_load(&m, o.model_dir, &mp, err, sizeof err);
+    const double t_loaded = now_s();
     if (s) {
         fprintf(stderr, "qtts: %s\n", err);
         rc = s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
@@ -159,6 +162,7 @@ int cmd_speak(int argc, char **argv, int first) {
             rc = s == QTTS_ERR_IO ? EXIT_IO : s == QTTS_ERR_FORMAT ? EXIT_INPUT : cli_exit_code(s);
             goto out;
         }
+        t_voice = now_s() - t_loaded;
         if (o.save_voice && (s = qtts_voice_save(voice, o.save_voice, err, sizeof err))) {
             fprintf(stderr, "qtts: %s\n", err);
             rc = EXIT_IO;
@@ -236,7 +240,20 @@ int cmd_speak(int argc, char **argv, int first) {
         ap.on_segment = on_segment;
         ap.segment_user = &d;
         audio_sink sink = {&ao, o.stream || o.to_stdout};
+        const double t_synth = now_s();
         s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
+        if (o.timing && !s) {
+            qtts_stats st;
+            qtts_context_get_stats(ctx, &st);
+            qtts_model_info mi;
+            qtts_model_get_info(m, &mi);
+            fprintf(stderr,
+                    "qtts timing: load_ms %.1f prepare_ms %.1f voice_ms %.1f setup_ms %.1f prefill_ms %.1f "
+                    "first_frame_decode_ms %.1f first_audio_ms %.1f (since main) weights_cache %s\n",
+                    mi.load_ms - mi.prepare_ms, mi.prepare_ms, t_voice * 1e3,
+                    (t_synth - t_main) * 1e3 - mi.load_ms - t_voice * 1e3, st.prefill_ms,
+                    st.first_audio_ms - st.prefill_ms, (t_synth - t_main) * 1e3 + st.first_audio_ms, mi.weights_cache);
+        }
         if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
         n_frames = (int)(n_samples / (size_t)info.samples_per_frame);
     } else {

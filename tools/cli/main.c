@@ -17,6 +17,7 @@ void cli_usage(void) {
         "                                  render a dialogue written as \"NAME: line\" per line; VOICE is a preset\n"
         "                                  speaker (CustomVoice model), a saved voice file (Base model) or a voice\n"
         "                                  description (VoiceDesign model); prefixes speaker:, voice:, design: force one\n"
+        "       qtts cache clear|list [--model DIR] [--cache-dir DIR]      prepared-weights cache files (of one checkpoint)\n"
         "       qtts voices --model DIR                                     speakers and languages\n"
         "       qtts info --model DIR                                       variant, sizes, dtypes, files\n"
         "       qtts info --backend cpu|vulkan [--model DIR]                the backend's devices (and the model on it)\n"
@@ -84,6 +85,10 @@ void cli_usage(void) {
         "  --alt-regex                tokenizer: transformers-4.57 local-folder split regex instead of the stock Qwen2 one\n"
         "  --no-huge-pages            read stored weights in place from the file mapping instead of copying them into\n"
         "                             2 MiB pages at load (faster load, slower frames; see docs/BENCH.md)\n"
+        "  --cache-dir DIR            prepared-weights cache (q8/q4 matrices as the kernels use them, written at the\n"
+        "                             first load, mapped by later ones; default $XDG_CACHE_HOME/qtts or ~/.cache/qtts)\n"
+        "  --no-cache                 quantise at every load, write no cache\n"
+        "  --timing                   print the start-up times on stderr (\"qtts timing: ...\", ms since launch)\n"
         "  --newline-id N, --user-id N  template ids for checkpoints without tokenizer files whose vocabulary is not\n"
         "                             Qwen's (default: from the tokenizer, else 198 / 872)\n"
         "  -q, --quiet                no diagnostics on stderr except errors\n"
@@ -104,6 +109,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "voices")) return cmd_voices(argc, argv, 2);
     if (!strcmp(argv[1], "info")) return cmd_info(argc, argv, 2);
     if (!strcmp(argv[1], "script")) return cmd_script(argc, argv, 2);
+    if (!strcmp(argv[1], "cache")) return cmd_cache(argc, argv, 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         cli_usage();
         return EXIT_OK;
