@@ -16,12 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "util/clock.h"
 
 qtts_model_params qtts_model_default_params(void) {
     qtts_model_params p;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../common/clock.h"
 
 #define COLD_MAX_ARGS 64
 #define COLD_MAX_RUNS 64
@@ -29,12 +30,6 @@
 
 static const char *const k_split[N_SPLIT] = {"load_ms", "prepare_ms", "voice_ms", "setup_ms",
                                               "prefill_ms", "first_frame_decode_ms", "first_audio_ms"};
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Drop the page cache of path (a file, or every file under a folder). */
 static void drop_pages(const char *path) {
@@ -75,7 +70,7 @@ static void run_once(char *const *argv, launch *r) {
     memset(r, 0, sizeof *r);
     int out[2], err[2];
     if (pipe(out) || pipe(err)) return;
-    const double t0 = now_ms();
+    const double t0 = tool_now_ms();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(out[1], 1);
@@ -99,7 +94,7 @@ static void run_once(char *const *argv, launch *r) {
         if (poll(pf, 2, -1) < 0) break;
         if (open_out && (pf[0].revents & (POLLIN | POLLHUP))) {
             ssize_t k = read(out[0], buf, sizeof buf);
-            if (k > 0 && r->first_byte_ms < 0) r->first_byte_ms = now_ms() - t0;
+            if (k > 0 && r->first_byte_ms < 0) r->first_byte_ms = tool_now_ms() - t0;
             if (k <= 0) open_out = 0;
         }
         if (open_err && (pf[1].revents & (POLLIN | POLLHUP))) {
@@ -111,7 +106,7 @@ static void run_once(char *const *argv, launch *r) {
     }
     int ws = 0;
     waitpid(pid, &ws, 0);
-    r->exit_ms = now_ms() - t0;
+    r->exit_ms = tool_now_ms() - t0;
     close(out[0]);
     close(err[0]);
     ebuf[elen] = 0;

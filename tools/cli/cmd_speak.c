@@ -140,10 +140,10 @@ int cmd_speak(int argc, char **argv, int first) {
     mp.log = log_stderr;
     mp.log_user = &o.quiet;
     char err[1024];
-    const double t_main = now_s(); /* ~ process launch: the library is static, nothing ran before main */
+    const double t_main = tool_now_s(); /* ~ process launch: the library is static, nothing ran before main */
     double t_voice = 0;
     qtts_status s = qtts_model_load(&m, o.model_dir, &mp, err, sizeof err);
-    const double t_loaded = now_s();
+    const double t_loaded = tool_now_s();
     if (s) {
         fprintf(stderr, "qtts: %s\n", err);
         rc = s == QTTS_ERR_NOMEM ? EXIT_RUNTIME : EXIT_MODEL;
@@ -162,7 +162,7 @@ int cmd_speak(int argc, char **argv, int first) {
             rc = s == QTTS_ERR_IO ? EXIT_IO : s == QTTS_ERR_FORMAT ? EXIT_INPUT : cli_exit_code(s);
             goto out;
         }
-        t_voice = now_s() - t_loaded;
+        t_voice = tool_now_s() - t_loaded;
         if (o.save_voice && (s = qtts_voice_save(voice, o.save_voice, err, sizeof err))) {
             fprintf(stderr, "qtts: %s\n", err);
             rc = EXIT_IO;
@@ -240,7 +240,7 @@ int cmd_speak(int argc, char **argv, int first) {
         ap.on_segment = on_segment;
         ap.segment_user = &d;
         audio_sink sink = {&ao, o.stream || o.to_stdout};
-        const double t_synth = now_s();
+        const double t_synth = tool_now_s();
         s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
         if (o.timing && !s) {
             qtts_stats st;
