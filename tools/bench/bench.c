@@ -168,7 +168,7 @@ void bench_help(FILE *f) {
             "                          measurement)\n"
             "      --no-huge-pages     load with qtts_model_params.huge_pages = 0: stored weights read in place\n"
             "                          (4 KiB pages) instead of copied into 2 MiB pages (an A/B of the two)\n"
-            "      --backend cpu|vulkan  where the language model runs (default: cpu, or $QTTS_BACKEND); on a\n"
+            "      --backend cpu|vulkan  where the LM and codec decoder run (default: cpu, or $QTTS_BACKEND); on a\n"
             "                          GPU backend the reports add the GPU time per phase and device memory\n"
             "      --device N          the backend's device index (default 0, or $QTTS_DEVICE)\n"
             "  Output:\n"
