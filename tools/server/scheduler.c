@@ -260,7 +260,7 @@ static void start_job(sched *s, job *j) {
     ap.on_frame = on_frame;
     ap.frame_user = j;
     j->sched = s;
-    const qtts_request rq = {&j->gp, &ap, on_audio, on_done, j};
+    const qtts_request rq = {&j->gp, &ap, on_audio, on_done, j, 0};
     char err[512];
     pthread_mutex_lock(&s->mu);
     s->n_busy++; /* before the add: on_done may come from a decode thread at once */
