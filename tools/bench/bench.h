@@ -441,6 +441,7 @@ int cmd_quality(int argc, char **argv);    /* quality.c */
 int cmd_wer(int argc, char **argv);        /* wer.c */
 int cmd_bandwidth(int argc, char **argv);  /* bandwidth.c */
 int cmd_plot(int argc, char **argv);       /* plot.c: SVG from a JSON report */
+int cmd_textstream(int argc, char **argv); /* textstream.c: text played in at a token rate */
 void bench_help(FILE *f);                  /* bench.c */
 
 #endif
