@@ -51,7 +51,7 @@
 #include "backend/cpu/lend.h"
 #include "model/voice.h"
 #include "text/split.h"
-#include "text/text_stream.h"
+#include "text_stream.h"
 #include "util/clock.h"
 
 #define MAX_CHUNK 64 /* frames per chunk at most (qtts_audio_params) */

@@ -1,5 +1,5 @@
 /* Incremental text of one request (see text_stream.h). */
-#include "text/text_stream.h"
+#include "text_stream.h"
 
 #include <stdlib.h>
 #include <string.h>

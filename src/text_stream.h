@@ -7,8 +7,8 @@
  * Threads: text_stream_input is called by whoever receives the text, under
  * the owner's lock; text_stream_take (same lock) hands it to the driver;
  * everything else runs on the driver alone. */
-#ifndef QTTS_TEXT_TEXT_STREAM_H
-#define QTTS_TEXT_TEXT_STREAM_H
+#ifndef QTTS_TEXT_STREAM_H
+#define QTTS_TEXT_STREAM_H
 
 #include <stddef.h>
 
