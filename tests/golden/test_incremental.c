@@ -7,12 +7,15 @@
  * sampling; on real-vocabulary strings (every 10th tokenizer golden string);
  * several incremental requests batched with a whole-text one; a sentence per
  * segment, equal to whole-text requests whose split makes the same segments;
- * cancellation before any text and while waiting for text frees everything;
- * empty and invalid text fail with QTTS_ERR_INPUT. */
+ * an in-context (ICL) clone, whose prefill waits for as many text tokens as
+ * fill the reference's codec positions (the tiny Base checkpoint with the
+ * tiny tokenizer); cancellation before any text and while waiting for text
+ * frees everything; empty and invalid text fail with QTTS_ERR_INPUT. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qtts.h"
 #include "test.h"
@@ -361,6 +364,72 @@ static void cancel_and_errors(const qtts_model *m, qtts_pipeline *p) {
     run_free(&d);
 }
 
+/* ICL: 24 reference frames and a short transcript: the prefill holds the first text tokens beside them */
+static void icl(void) {
+    char dir[256], cmd[2048], err[1024];
+    snprintf(dir, sizeof dir, "/tmp/qtts-incr-icl-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd,
+             "set -e; mkdir -p %s; for f in %s/*; do ln -sf \"$(cd \"$(dirname \"$f\")\" && pwd)/$(basename \"$f\")\" %s/; "
+             "done; cp %s/* %s/",
+             dir, test_path("golden/data/base_clone"), dir, test_path("golden/tiny_tokenizer"), dir);
+    if (system(cmd)) {
+        test_report("incremental/icl/setup", 0, "%s failed", cmd);
+        return;
+    }
+    qtts_model *m = NULL;
+    qtts_model_params mp = qtts_model_default_params();
+    mp.backend = QTTS_BACKEND_CPU;
+    qtts_pipeline *p = NULL;
+    qtts_pipeline_params pp = qtts_pipeline_default_params();
+    if (qtts_model_load(&m, dir, &mp, err, sizeof err) || qtts_pipeline_new(m, &pp, &p, err, sizeof err)) {
+        test_report("incremental/icl/load", 0, "%s", err);
+        qtts_model_free(m);
+        return;
+    }
+    float xv[64];
+    for (int i = 0; i < 64; i++) xv[i] = 0.05f * (float)((i * 7) % 11 - 5);
+    int32_t ref_codes[24 * 16];
+    for (int i = 0; i < 24 * 16; i++) ref_codes[i] = (i * 37 + 5) % 1000;
+    const char *text = "Hello Bob, how are you today? Fine, thanks a lot for asking me";
+    run ref = {0};
+    ref.gp = qtts_gen_default_params(m);
+    ref.gp.language = "english";
+    ref.gp.xvector = xv;
+    ref.gp.ref_codes = ref_codes;
+    ref.gp.n_ref_frames = 24;
+    ref.gp.ref_text = "Hi there";
+    ref.gp.text_mode = QTTS_TEXT_MODE_STREAMING;
+    ref.gp.seed = 5;
+    qtts_gen_debug dbg = qtts_gen_debug_default_params();
+    dbg.force_frames = 40;
+    ref.gp.debug = &dbg;
+    ref.ap = audio(0);
+    whole(p, &ref, text);
+    int bad = 0;
+    char why[256] = "";
+    for (int mode = 0; mode < 3; mode++) {
+        run r = {0};
+        r.gp = ref.gp;
+        r.ap = audio(0);
+        if (!add(p, &r, NULL, 1)) {
+            push_all(p, r.id, text, strlen(text), mode);
+            finish(p);
+        }
+        if (!same(&r, &ref)) {
+            if (!bad) snprintf(why, sizeof why, "mode %d: status %d/%d, %d frames vs %d", mode, r.st, ref.st, r.n, ref.n);
+            bad++;
+        }
+        run_free(&r);
+    }
+    test_report("incremental/icl: any split gives the whole text's codes and audio", bad == 0, "%d of 3 differ; %s",
+                bad, why);
+    run_free(&ref);
+    qtts_pipeline_free(p);
+    qtts_model_free(m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) printf("# could not remove %s\n", dir);
+}
+
 int main(void) {
     char err[1024];
     qtts_model *m = NULL;
@@ -386,5 +455,6 @@ int main(void) {
     qtts_pipeline_free(p);
     batched(m);
     qtts_model_free(m);
+    icl();
     return test_finish();
 }
