@@ -458,7 +458,8 @@ typedef struct qtts_audio_params {
     void *frame_user;       /* passed to on_frame; default NULL */
     /* Optional: called before each segment is generated (index from 0, count,
      * the segment's UTF-8 text, borrowed), on the generating thread. Return
-     * non-zero to stop. Default NULL. */
+     * non-zero to stop. With incremental text: the count is the segments known
+     * so far and the text the segment's so far. Default NULL. */
     int (*on_segment)(int segment, int n_segments, const char *text, void *user);
     void *segment_user;     /* passed to on_segment; default NULL */
 } qtts_audio_params;

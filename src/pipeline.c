@@ -682,11 +682,20 @@ static void admit(qtts_pipeline *p, slot *sl) {
         r->n_segs = r->it->n_segs;
     }
     qtts_status st = QTTS_OK;
+    char *seg_so_far = NULL; /* incremental text: the segment's text so far (all of it once its end is known) */
+    if (r->it && r->ap.on_segment && !r->it_announced) {
+        const size_t l = (r->it->final ? r->it->e : r->it->n) - r->it->b;
+        if ((seg_so_far = malloc(l + 1))) {
+            memcpy(seg_so_far, r->it->text + r->it->b, l);
+            seg_so_far[l] = 0;
+        }
+    }
     if (atomic_load(&r->cancel)) st = QTTS_ERR_CANCELLED;
     else if (r->ap.on_segment && !(r->it && r->it_announced) &&
-             r->ap.on_segment(r->seg, r->n_segs, r->it ? r->it->text + r->it->b : gp.text ? gp.text : "",
+             r->ap.on_segment(r->seg, r->n_segs, r->it ? (seg_so_far ? seg_so_far : "") : gp.text ? gp.text : "",
                               r->ap.segment_user))
         st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the segment callback before segment %d", r->seg + 1);
+    free(seg_so_far);
     if (r->it) r->it_announced = 1;
     if (!st) {
         if (r->seg == 0) memset(&c->stats, 0, sizeof c->stats);

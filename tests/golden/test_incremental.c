@@ -294,6 +294,17 @@ static void batched(const qtts_model *m) {
     qtts_pipeline_free(solo);
 }
 
+static const char *const g_sentences[4] = {"Hello there now.", "Fine, thank you!", "And how are you?", "Very well, too."};
+static int g_seg_bad, g_seg_calls;
+/* on_segment of incremental text: the segment's text so far, never the next one's */
+static int on_segment(int segment, int n_segments, const char *text, void *u) {
+    (void)u;
+    g_seg_calls++;
+    if (segment < 0 || segment > 3 || n_segments != segment + 1 || strncmp(g_sentences[segment], text, strlen(text)))
+        g_seg_bad++;
+    return 0;
+}
+
 /* a sentence per segment: as whole-text requests whose split makes the same
  * segments (sentences of at most 16 characters, max_chars 16) */
 static void segments(const qtts_model *m, qtts_pipeline *p) {
@@ -314,6 +325,7 @@ static void segments(const qtts_model *m, qtts_pipeline *p) {
         run r = {0};
         r.gp = ref.gp;
         r.ap = audio(1);
+        r.ap.on_segment = on_segment;
         if (!add(p, &r, NULL, 1)) {
             push_all(p, r.id, text, strlen(text), rep == 0 ? 1 : 0);
             finish(p);
@@ -325,6 +337,8 @@ static void segments(const qtts_model *m, qtts_pipeline *p) {
                     ref.res.n_segments == 4,
                 "whole-text %d segments, at once same %d, %d split runs differ", ref.res.n_segments, same(&once, &ref),
                 bad);
+    test_report("incremental/segments: on_segment gets each sentence's text so far", g_seg_calls == 16 && !g_seg_bad,
+                "%d calls (want 16), %d wrong", g_seg_calls, g_seg_bad);
     run_free(&ref);
     run_free(&once);
 }
