@@ -614,7 +614,9 @@ qtts_status qtts_pipeline_add(qtts_pipeline *p, const qtts_request *r, uint64_t 
  * cancelled requests out, one frame for every generating stream, hand full
  * chunks to decoding. Returns the requests still in the pipeline. */
 int qtts_pipeline_step(qtts_pipeline *p);
-/* 1 when a step has work: a segment waits for its prefill or a stream generates. */
+/* 1 when a step has work: a segment waits for its prefill or a stream generates
+ * (incremental text: a stream waiting for text it has not received, or a
+ * prefill waiting for its first tokens, has none until text arrives). */
 int qtts_pipeline_busy(const qtts_pipeline *p);
 /* Requests the pipeline can take now, and requests in it. */
 int qtts_pipeline_n_free(const qtts_pipeline *p);
