@@ -43,7 +43,7 @@ static int feed(const text_tokenizer *t, const char *head, const char *text, siz
         if (k > len - i) k = len - i;
         st = tok_stream_push(&s, text + i, k, &e);
         i += k;
-        if (!st && (s.n_ids > n_want || memcmp(s.ids, want, sizeof(int32_t) * (size_t)s.n_ids))) {
+        if (!st && (s.n_ids > n_want || (s.n_ids && memcmp(s.ids, want, sizeof(int32_t) * (size_t)s.n_ids)))) {
             snprintf(why, nwhy, "after %zu bytes, committed ids are not a prefix of the whole text's", i);
             ok = 0;
             break;
@@ -54,7 +54,7 @@ static int feed(const text_tokenizer *t, const char *head, const char *text, siz
     if (st) {
         snprintf(why, nwhy, "status %d: %s", st, e.msg);
         ok = 0;
-    } else if (ok && (s.n_ids != n_want || memcmp(s.ids, want, sizeof(int32_t) * (size_t)n_want))) {
+    } else if (ok && (s.n_ids != n_want || (n_want && memcmp(s.ids, want, sizeof(int32_t) * (size_t)n_want)))) {
         snprintf(why, nwhy, "%d ids, want %d", s.n_ids, n_want);
         ok = 0;
     }
