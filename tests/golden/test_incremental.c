@@ -181,6 +181,35 @@ static void split_invariance(const qtts_model *m, qtts_pipeline *p) {
     }
 }
 
+/* the non-streaming text mode (the CustomVoice default): a segment starts once its text is
+ * complete, and is the whole text's */
+static void non_streaming(const qtts_model *m, qtts_pipeline *p) {
+    const char *text = "The whole sentence goes into the prompt, so it waits for its end";
+    run ref = {0};
+    ref.gp = gen(m, 1, 31, 40);
+    ref.gp.text_mode = QTTS_TEXT_MODE_DEFAULT;
+    ref.ap = audio(0);
+    whole(p, &ref, text);
+    int bad = 0, early = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        run r = {0};
+        r.gp = ref.gp;
+        r.ap = audio(0);
+        if (!add(p, &r, NULL, 1)) {
+            qtts_pipeline_push_text(p, r.id, text, strlen(text));
+            steps(p, 5);
+            early += r.n > 0; /* nothing before the end of the text */
+            qtts_pipeline_end_text(p, r.id);
+            finish(p);
+        }
+        bad += !same(&r, &ref);
+        run_free(&r);
+    }
+    test_report("incremental/non-streaming mode: starts at the end of its text, as the whole text", !bad && !early,
+                "%d runs differ, %d started before the end", bad, early);
+    run_free(&ref);
+}
+
 /* every 10th tokenizer golden string (trimmed), 1 byte at a time and in random pieces */
 static void golden_strings(const qtts_model *m, qtts_pipeline *p) {
     json_error_t je;
@@ -463,6 +492,7 @@ int main(void) {
         return test_finish();
     }
     split_invariance(m, p);
+    non_streaming(m, p);
     golden_strings(m, p);
     segments(m, p);
     cancel_and_errors(m, p);

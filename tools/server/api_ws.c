@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "api.h"
 #include "scheduler.h"
@@ -380,6 +381,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *con_cls, const
     s.rbuf = malloc(s.rcap);
     s.pcm = malloc(sizeof(float) * WS_READ_SAMPLES);
     s.s16 = malloc(sizeof(int16_t) * WS_READ_SAMPLES);
+    /* a client that stops reading must not hold the session (and the server's stop) for ever */
+    const struct timeval tv = {10, 0};
+    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (s.rbuf && s.pcm && s.s16) {
         memcpy(s.rbuf, extra, n_extra);
         s.rn = n_extra;
