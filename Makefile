@@ -224,7 +224,7 @@ debug-test:
 # (tokenizing, making contexts, synthesizing).
 TSAN_SAN := -fsanitize=thread -fno-omit-frame-pointer
 TSAN_TESTS := $(addprefix build-tsan/tests/server/,test_sched test_server test_load) \
-	$(addprefix build-tsan/tests/golden/,test_pipeline test_batch test_shared_model)
+	$(addprefix build-tsan/tests/golden/,test_pipeline test_batch test_shared_model test_incremental)
 tsan-test:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="$(TSAN_SAN)" $(TSAN_TESTS)
 	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1}" BUILD=build-tsan sh tests/run_tests.sh $(TSAN_TESTS)

@@ -492,7 +492,8 @@ typedef struct qtts_audio_params {
     void *frame_user;       /* passed to on_frame; default NULL */
     /* Optional: called before each segment is generated (index from 0, count,
      * the segment's UTF-8 text, borrowed), on the generating thread. Return
-     * non-zero to stop. Default NULL. */
+     * non-zero to stop. With incremental text: the count is the segments known
+     * so far and the text the segment's so far. Default NULL. */
     int (*on_segment)(int segment, int n_segments, const char *text, void *user);
     void *segment_user;     /* passed to on_segment; default NULL */
 } qtts_audio_params;
@@ -616,6 +617,17 @@ typedef struct qtts_request {
      * of the request afterwards. May be NULL. */
     void (*on_done)(const qtts_request_result *result, void *user);
     void *user;
+    /* 1 = incremental text: the text arrives with qtts_pipeline_push_text and
+     * ends with qtts_pipeline_end_text (gen->text, if not NULL, is its first
+     * piece; gen->text_ids must be NULL). Speech starts before the text is
+     * complete (streaming text mode: a segment's prefill needs its first
+     * token, each frame the text token it consumes; generation waits while
+     * the text runs dry); for any split of the text into pieces, the codes and
+     * audio are bit-identical to the same request given the whole text at
+     * once. With splitting on, each sentence is a segment (docs/API.md).
+     * The streaming text mode runs on the CPU backend only for now
+     * (QTTS_ERR_UNSUPPORTED on Vulkan). Default 0 */
+    int incremental_text;
 } qtts_request;
 
 /* A pipeline of params->max_streams streams on model m. On failure *out is
@@ -636,7 +648,9 @@ qtts_status qtts_pipeline_add(qtts_pipeline *p, const qtts_request *r, uint64_t 
  * cancelled requests out, one frame for every generating stream, hand full
  * chunks to decoding. Returns the requests still in the pipeline. */
 int qtts_pipeline_step(qtts_pipeline *p);
-/* 1 when a step has work: a segment waits for its prefill or a stream generates. */
+/* 1 when a step has work: a segment waits for its prefill or a stream generates
+ * (incremental text: a stream waiting for text it has not received, or a
+ * prefill waiting for its first tokens, has none until text arrives). */
 int qtts_pipeline_busy(const qtts_pipeline *p);
 /* Requests the pipeline can take now, and requests in it. */
 int qtts_pipeline_n_free(const qtts_pipeline *p);
@@ -646,6 +660,16 @@ void qtts_pipeline_wait(qtts_pipeline *p, int timeout_ms);
 /* Cancel request id: it leaves its stream at the next step and ends with
  * QTTS_ERR_CANCELLED. No effect once it has ended. Thread-safe. */
 void qtts_pipeline_cancel(qtts_pipeline *p, uint64_t id);
+
+/* Incremental text of request id (qtts_request.incremental_text): append n
+ * bytes of UTF-8 (any split, even inside a character), or end the text.
+ * Thread-safe; wakes the driver (qtts_pipeline_wait, on_wake). Returns
+ * QTTS_ERR_INVALID_ARG when no such request is in the pipeline (it ended, or
+ * was not incremental) or the text already ended, QTTS_ERR_LIMIT when more
+ * than 1 MiB waits to be taken by the driver. Invalid UTF-8 ends the request
+ * with QTTS_ERR_INPUT. A request whose text never ends waits (cancel it). */
+qtts_status qtts_pipeline_push_text(qtts_pipeline *p, uint64_t id, const char *text, size_t n);
+qtts_status qtts_pipeline_end_text(qtts_pipeline *p, uint64_t id);
 
 /* What the last qtts_pipeline_step did. */
 typedef struct qtts_step_info {

@@ -51,6 +51,7 @@
 #include "backend/cpu/lend.h"
 #include "model/voice.h"
 #include "text/split.h"
+#include "text_stream.h"
 #include "util/clock.h"
 
 #define MAX_CHUNK 64 /* frames per chunk at most (qtts_audio_params) */
@@ -82,6 +83,16 @@ typedef struct preq {
     int n_device_codes;       /* frames decoded from the device's code ring */
     int n_ref_frames;         /* ICL reference frames of the voice (0 without ICL) */
     float ref_last;           /* ICL: the reference's last sample */
+    /* incremental text (qtts_request.incremental_text): NULL otherwise */
+    text_stream *it;          /* input under the pipeline's mu, the rest the driver's */
+    atomic_int it_dirty;      /* text or its end arrived since the driver looked */
+    int it_streaming;         /* the text mode is streaming: a segment starts before its end */
+    int it_started;           /* the current segment's generation began (open or whole) */
+    int it_open_gen;          /* ... with its text still open (gen_begin_open) */
+    int it_fed;               /* its template ids handed to the generation */
+    int it_need;              /* text ids its open prefill waits for */
+    int it_announced;         /* on_segment called for the current segment */
+    int it_drop;              /* the current segment's generation is over: its text is skipped to its end */
 } preq;
 
 typedef struct dtask {
@@ -177,6 +188,8 @@ static void req_release(preq *r) {
     if (atomic_fetch_sub(&r->refs, 1) != 1) return;
     free(r->segs);
     free(r->seg_text);
+    if (r->it) text_stream_free(r->it);
+    free(r->it);
     free(r);
 }
 
@@ -321,6 +334,16 @@ static void segment_end(qtts_pipeline *p, slot *sl, preq *r) {
     if (atomic_load(&sl->failed)) req_fail(p, r, sl->fail_st ? sl->fail_st : QTTS_ERR_NOMEM, "%s", sl->fail_msg);
     if (st) req_fail(p, r, st, "%s", e.msg);
     if (atomic_load(&r->cancel)) req_fail(p, r, QTTS_ERR_CANCELLED, "cancelled after %d frames", r->n_frames);
+    if (r->it && !req_status(p, r)) { /* incremental text: the driver opens the next segment or ends the request */
+        pthread_mutex_lock(&p->mu);
+        r->seg++;
+        sl->wait_seq = ++p->seq;
+        atomic_store(&sl->state, SLOT_WAITING);
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+        return;
+    }
     if (!req_status(p, r) && r->seg + 1 < r->n_segs && !put_pause(p, r, r->segs[r->seg].pause_after_ms)) {
         pthread_mutex_lock(&p->mu);
         r->seg++;
@@ -515,12 +538,130 @@ static int on_frame(const int32_t *codes, int idx, void *u) {
 
 /* Prefill the current segment of the request in slot sl (WAITING, taken by
  * the caller) and start its generation. */
+/* ---------------------------------------------------------------- incremental text */
+
+/* An incremental request's WAITING slot can be admitted now: it ends, or its
+ * current segment's prefill has what it needs (driver). */
+static int it_ready(const preq *r) {
+    const text_stream *it = r->it;
+    if (atomic_load(&r->cancel) || it->done) return 1;
+    if (!it->open || r->it_drop || r->it_started) return 0;
+    int n;
+    text_stream_ids(it, &n);
+    return it->final || (r->it_streaming && n - 3 >= r->it_need);
+}
+
+/* The driver's turn with an incremental request in a WAITING or ACTIVE
+ * slot: take the text received, advance its segments, hand the ids
+ * committed to the generation of the current segment. */
+static void it_pump(qtts_pipeline *p, slot *sl) {
+    preq *r = sl->r;
+    text_stream *it = r->it;
+    qtts_error e;
+    err_clear(&e);
+    qtts_status st = QTTS_OK;
+    if (atomic_exchange(&r->it_dirty, 0)) {
+        pthread_mutex_lock(&p->mu);
+        st = text_stream_take(it, &e);
+        pthread_mutex_unlock(&p->mu);
+    }
+    const int waiting = atomic_load(&sl->state) == SLOT_WAITING;
+    if (waiting && r->it_started) { /* its generation is over; the rest of its text is skipped */
+        r->it_started = r->it_open_gen = 0;
+        r->it_drop = 1;
+    }
+    for (int pass = 0; pass < 2 && !st; pass++) {
+        if (r->it_drop && it->final) {
+            text_stream_close_segment(it);
+            r->it_drop = r->it_fed = r->it_announced = 0;
+            r->it_need = 1;
+        }
+        st = text_stream_advance(it, waiting && !r->it_drop, &e);
+    }
+    gen_state *g = &sl->ctx->gs;
+    if (!st && !waiting && r->it_open_gen && g->active && g->open) {
+        int n;
+        const int32_t *ids = text_stream_ids(it, &n);
+        if (n > r->it_fed) st = gen_text_append(sl->ctx, ids + r->it_fed, n - r->it_fed, &e);
+        r->it_fed = n;
+        if (!st && it->final) st = gen_text_close(sl->ctx, &e);
+    }
+    if (st) {
+        req_fail(p, r, st, "%s", e.msg);
+        atomic_store(&r->cancel, 1);
+    }
+}
+
+static qtts_status text_in(qtts_pipeline *p, uint64_t id, const char *text, size_t n, int end) {
+    if (!p) return QTTS_ERR_INVALID_ARG;
+    qtts_status st = QTTS_ERR_INVALID_ARG; /* no such request (it ended), or not incremental */
+    qtts_error e;
+    err_clear(&e);
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < p->n_slots; i++) {
+        preq *r = p->slots[i].r;
+        if (!r || r->id != id) continue;
+        if (r->it && !(st = text_stream_input(r->it, text, n, end, &e))) atomic_store(&r->it_dirty, 1);
+        break;
+    }
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (!st && p->p.on_wake) p->p.on_wake(p->p.wake_user);
+    return st;
+}
+
+qtts_status qtts_pipeline_push_text(qtts_pipeline *p, uint64_t id, const char *text, size_t n) {
+    return text_in(p, id, text, n, 0);
+}
+
+qtts_status qtts_pipeline_end_text(qtts_pipeline *p, uint64_t id) { return text_in(p, id, NULL, 0, 1); }
+
+/* Start the current segment of an incremental request (admit): its whole
+ * text when its end is known (as a request with that text would), else its
+ * open prompt; *wait = 1 when the prefill needs more text. */
+static qtts_status it_begin(qtts_pipeline *p, slot *sl, qtts_gen_params *gp, int *wait, qtts_error *e) {
+    preq *r = sl->r;
+    text_stream *it = r->it;
+    *wait = 0;
+    if (it->final) {
+        const size_t l = it->e - it->b;
+        char *t = realloc(r->seg_text, l + 1);
+        if (!t) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        memcpy(t, it->text + it->b, l);
+        t[l] = 0;
+        r->seg_text = t;
+        gp->text = t;
+        qtts_status st = gen_begin(sl->ctx, gp, on_frame, sl, 0, e);
+        if (!st) r->it_fed = 0;
+        return st;
+    }
+    int n, need = 0;
+    const int32_t *ids = text_stream_ids(it, &n);
+    gp->text = NULL;
+    qtts_status st = gen_begin_open(sl->ctx, gp, ids, n, on_frame, sl, &need, e);
+    if (!st && need) {
+        r->it_need = need;
+        *wait = 1;
+    } else if (!st) {
+        r->it_open_gen = 1;
+        r->it_fed = n;
+    }
+    return st;
+}
+
+/* Prefill the current segment of the request in slot sl (WAITING, taken by
+ * the caller) and start its generation. */
 static void admit(qtts_pipeline *p, slot *sl) {
     preq *r = sl->r;
     qtts_context *c = sl->ctx;
     const qtts_model *m = p->m;
     qtts_error e;
     err_clear(&e);
+    if (r->it && !atomic_load(&r->cancel) && r->it->done) { /* the text ended: so does the request */
+        if (r->it->n_segs == 0) req_fail(p, r, QTTS_ERR_INPUT, "empty text: nothing to say");
+        request_end(p, sl, r);
+        return;
+    }
     sl->n_pending = sl->n_sent = 0;
     atomic_store(&sl->failed, 0);
     sl->fail_st = QTTS_OK;
@@ -536,15 +677,43 @@ static void admit(qtts_pipeline *p, slot *sl) {
         gp.seed = r->gp.seed + (uint64_t)r->seg;
         if (r->n_segs > 1) model_log(m, QTTS_LOG_DEBUG, "segment %d/%d: %s", r->seg + 1, r->n_segs, r->seg_text);
     }
+    if (r->it) {
+        gp.seed = r->gp.seed + (uint64_t)r->seg;
+        r->n_segs = r->it->n_segs;
+    }
     qtts_status st = QTTS_OK;
+    char *seg_so_far = NULL; /* incremental text: the segment's text so far (all of it once its end is known) */
+    if (r->it && r->ap.on_segment && !r->it_announced) {
+        const size_t l = (r->it->final ? r->it->e : r->it->n) - r->it->b;
+        if ((seg_so_far = malloc(l + 1))) {
+            memcpy(seg_so_far, r->it->text + r->it->b, l);
+            seg_so_far[l] = 0;
+        }
+    }
     if (atomic_load(&r->cancel)) st = QTTS_ERR_CANCELLED;
-    else if (r->ap.on_segment && r->ap.on_segment(r->seg, r->n_segs, gp.text ? gp.text : "", r->ap.segment_user))
+    else if (r->ap.on_segment && !(r->it && r->it_announced) &&
+             r->ap.on_segment(r->seg, r->n_segs, r->it ? (seg_so_far ? seg_so_far : "") : gp.text ? gp.text : "",
+                              r->ap.segment_user))
         st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the segment callback before segment %d", r->seg + 1);
+    free(seg_so_far);
+    if (r->it) r->it_announced = 1;
     if (!st) {
         if (r->seg == 0) memset(&c->stats, 0, sizeof c->stats);
         c->keep_stats = 1;
         const double t0 = now_ms();
-        st = gen_begin(c, &gp, on_frame, sl, 0, &e); /* checks the request, voice included, first */
+        if (r->it) {
+            int wait = 0;
+            st = it_begin(p, sl, &gp, &wait, &e);
+            if (!st && wait) return; /* its prefill waits for more text: the slot stays WAITING */
+            if (!st && r->it->pause_before && put_pause(p, r, r->it->pause_before)) {
+                qtts_error e2;
+                c->gs.active = 0;
+                gen_end(c, NULL, NULL, &e2);
+                st = err_set(&e, QTTS_ERR_CANCELLED, "stopped by the audio callback");
+            }
+            if (!st) r->it_started = 1;
+        } else
+            st = gen_begin(c, &gp, on_frame, sl, 0, &e); /* checks the request, voice included, first */
         voice_spec vs;
         float ref_last = 0.0f;
         if (!st) st = voice_resolve(m, &gp, &vs, &e);
@@ -583,7 +752,8 @@ static slot *next_waiting(qtts_pipeline *p) {
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < p->n_slots; i++) {
         slot *sl = &p->slots[i];
-        if (atomic_load(&sl->state) == SLOT_WAITING && (!best || sl->wait_seq < best->wait_seq)) best = sl;
+        if (atomic_load(&sl->state) != SLOT_WAITING || (sl->r->it && !it_ready(sl->r))) continue;
+        if (!best || sl->wait_seq < best->wait_seq) best = sl;
     }
     pthread_mutex_unlock(&p->mu);
     return best;
@@ -592,6 +762,12 @@ static slot *next_waiting(qtts_pipeline *p) {
 int qtts_pipeline_step(qtts_pipeline *p) {
     if (!p) return 0;
     memset(&p->last, 0, sizeof p->last);
+    /* incremental text: what arrived goes to its segments and generations */
+    for (int i = 0; i < p->n_slots; i++) {
+        slot *sl = &p->slots[i];
+        const int st = atomic_load(&sl->state);
+        if ((st == SLOT_WAITING || st == SLOT_ACTIVE) && sl->r->it) it_pump(p, sl);
+    }
     /* prefills: oldest waiting segment first, until the budget is spent */
     const double t_adm = now_ms();
     for (slot *sl; (sl = next_waiting(p));) {
@@ -611,7 +787,7 @@ int qtts_pipeline_step(qtts_pipeline *p) {
             sl->ctx->stop_reason = QTTS_STOP_CANCELLED;
         }
         sl->n_new = 0;
-        if (g->active) p->cs[n++] = sl->ctx;
+        if (g->active && !gen_waits_for_text(sl->ctx)) p->cs[n++] = sl->ctx; /* else it waits for its text */
     }
     /* one frame for every generating stream */
     if (n > 0) {
@@ -645,8 +821,13 @@ int qtts_pipeline_step(qtts_pipeline *p) {
 int qtts_pipeline_busy(const qtts_pipeline *p) {
     if (!p) return 0;
     for (int i = 0; i < p->n_slots; i++) {
-        const int st = atomic_load(&p->slots[i].state);
-        if (st == SLOT_WAITING || st == SLOT_ACTIVE) return 1;
+        const slot *sl = &p->slots[i];
+        const int st = atomic_load(&sl->state);
+        if (st != SLOT_WAITING && st != SLOT_ACTIVE) continue;
+        const preq *r = sl->r;
+        if (!r->it || atomic_load(&r->it_dirty) || atomic_load(&r->cancel)) return 1;
+        /* incremental text: busy when it can go on without more text */
+        if (st == SLOT_WAITING ? it_ready(r) || r->it_started : !gen_waits_for_text(sl->ctx)) return 1;
     }
     return 0;
 }
@@ -755,7 +936,27 @@ static qtts_status add(qtts_pipeline *p, const qtts_request *rq, uint64_t *id, q
     const qtts_gen_params *gp = rq->gen;
     text_piece *segs = NULL;
     int n_segs = 1;
-    if (gp->text && !gp->text_ids && ap.split.enabled) {
+    text_stream *it = NULL;
+    if (rq->incremental_text) {
+        if (gp->text_ids) return err_set(e, QTTS_ERR_INVALID_ARG, "incremental text comes as UTF-8, not as ids");
+        if (!p->m->tok)
+            return err_set(e, QTTS_ERR_UNSUPPORTED, "incremental text needs the model folder's tokenizer files");
+        if (p->m->lmv && gen_is_streaming(p->m, gp))
+            return err_set(e, QTTS_ERR_UNSUPPORTED,
+                           "incremental text in the streaming text mode runs on the CPU backend only for now (the "
+                           "Vulkan backend uploads the text queue once, at the prefill)");
+        if ((st = sampling_validate(&gp->talker, "talker", e)) || (st = sampling_validate(&gp->predictor, "code predictor", e)))
+            return st;
+        it = calloc(1, sizeof *it);
+        if (!it) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        text_stream_init(it, p->m->tok, ap.split.enabled, ap.split.sentence_pause_ms, ap.split.paragraph_pause_ms);
+        if (gp->text && (st = text_stream_input(it, gp->text, strlen(gp->text), 0, e))) {
+            text_stream_free(it);
+            free(it);
+            return st;
+        }
+        n_segs = 0;
+    } else if (gp->text && !gp->text_ids && ap.split.enabled) {
         text_split_params tp = {ap.split.max_chars, ap.split.sentence_pause_ms, ap.split.paragraph_pause_ms};
         if ((st = text_split(gp->text, strlen(gp->text), &tp, &segs, &n_segs, e))) return st;
         if (n_segs == 0) {
@@ -769,8 +970,14 @@ static qtts_status add(qtts_pipeline *p, const qtts_request *rq, uint64_t *id, q
         free(r);
         free(seg_text);
         free(segs);
+        if (it) text_stream_free(it);
+        free(it);
         return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
+    r->it = it;
+    atomic_init(&r->it_dirty, it && gp->text);
+    r->it_streaming = gen_is_streaming(p->m, gp);
+    r->it_need = 1;
     r->gp = *gp;
     r->ap = ap;
     r->on_audio = rq->on_audio;

@@ -92,7 +92,7 @@ qtts_status qtts_synthesize(qtts_context *ctx, const qtts_gen_params *gp, const 
         st = pipeline_new_on_context(ctx, &pp, &p, &e);
     }
     if (!st) {
-        const qtts_request rq = {gp, &ap, on_chunk, on_done, &s};
+        const qtts_request rq = {gp, &ap, on_chunk, on_done, &s, 0};
         st = qtts_pipeline_add(p, &rq, NULL, e.msg, sizeof e.msg);
     }
     if (!st) {

@@ -204,7 +204,9 @@ static void list_names(char *buf, size_t n, const name_id *t, int count, int ski
     }
 }
 
-qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_request *r, qtts_error *e) {
+/* gen_resolve, or with open_tpl the open template of incremental text. */
+static qtts_status resolve(const qtts_model *m, const qtts_gen_params *p_in, const int32_t *open_tpl, int n_open,
+                           gen_request *r, qtts_error *e) {
     memset(r, 0, sizeof *r);
     const qtts_gen_params *p = p_in;
     voice_spec vs;
@@ -275,7 +277,16 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
     /* target text */
     const int32_t head[3] = {cfg->im_start, cfg->assistant, nl};
     const int32_t tail[5] = {cfg->im_end, nl, cfg->im_start, cfg->assistant, nl};
-    if (p->text_ids) {
+    if (open_tpl) {
+        r->text_tpl = malloc(sizeof(int32_t) * (size_t)(n_open + 1));
+        s = QTTS_OK;
+        if (!r->text_tpl) s = err_set(e, QTTS_ERR_NOMEM, "out of memory");
+        else {
+            memcpy(r->text_tpl, open_tpl, sizeof(int32_t) * (size_t)n_open);
+            r->n_text_tpl = n_open;
+            r->in.open = 1;
+        }
+    } else if (p->text_ids) {
         if (p->n_text_ids <= 0) return err_set(e, QTTS_ERR_INPUT, "empty text: nothing to say");
         s = wrap_ids(head, 3, p->text_ids, p->n_text_ids, tail, 5, &r->text_tpl, &r->n_text_tpl, e);
     } else {
@@ -284,7 +295,7 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
                                &r->text_tpl, &r->n_text_tpl, e);
     }
     if (s) goto fail;
-    if (r->n_text_tpl < 9) {
+    if (r->n_text_tpl < (open_tpl ? 4 : 9)) {
         s = err_set(e, QTTS_ERR_INPUT, "the text tokenizes to nothing between the template tokens");
         goto fail;
     }
@@ -326,7 +337,7 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
             goto fail;
         }
     }
-    r->n_text_tokens = r->n_text_tpl - 8;
+    r->n_text_tokens = r->n_text_tpl - (open_tpl ? 3 : 8);
     r->in.text_tpl = r->text_tpl;
     r->in.n_text_tpl = r->n_text_tpl;
     r->in.instr_tpl = r->instr_tpl;
@@ -337,6 +348,16 @@ qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p_in, gen_re
 fail:
     gen_request_free(r);
     return s;
+}
+
+qtts_status gen_resolve(const qtts_model *m, const qtts_gen_params *p, gen_request *r, qtts_error *e) {
+    return resolve(m, p, NULL, 0, r, e);
+}
+
+int gen_is_streaming(const qtts_model *m, const qtts_gen_params *p) {
+    if (p->text_mode == QTTS_TEXT_MODE_STREAMING) return 1;
+    if (p->text_mode == QTTS_TEXT_MODE_NON_STREAMING) return 0;
+    return m->cfg.type == QTTS_MODEL_BASE;
 }
 
 void gen_request_free(gen_request *r) {
@@ -452,8 +473,8 @@ static qtts_status begin_cpu(qtts_context *c, const gen_trace *tr, int P, int L,
     return QTTS_OK;
 }
 
-qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
-                      qtts_error *e) {
+static qtts_status begin(qtts_context *c, const qtts_gen_params *p, const int32_t *open_tpl, int n_open,
+                         qtts_frame_fn on_frame, void *user, int collect, int *need, qtts_error *e) {
     const qtts_model *m = c->model;
     const qtts_config *cfg = &m->cfg;
     const gen_trace *tr = c->trace;
@@ -478,7 +499,24 @@ qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn o
     const double t_start = now_ms();
     c->stop_reason = QTTS_STOP_NONE;
     gen_request req;
-    if ((s = gen_resolve(m, p, &req, e))) return s;
+    if (open_tpl && c->lmv)
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "incremental text runs on the CPU backend only for now (the Vulkan backend uploads the text "
+                       "queue once, at the prefill)");
+    if ((s = resolve(m, p, open_tpl, n_open, &req, e))) return s;
+    if (open_tpl) {
+        const int needed = prompt_text_needed(&req.in);
+        if (req.in.non_streaming) {
+            gen_request_free(&req);
+            return err_set(e, QTTS_ERR_UNSUPPORTED, "incremental text needs the streaming text mode");
+        }
+        if (req.n_text_tokens < needed) {
+            *need = needed;
+            gen_request_free(&req);
+            return QTTS_OK;
+        }
+    }
+    g->open = open_tpl != NULL;
     g->p = *p;
     g->p.debug = NULL;
     g->dbg = dbg;
@@ -819,6 +857,48 @@ void gen_step(qtts_context **cs, int n, step_scratch *ss) {
         cs[i]->stats.predictor_ms += t2 - t1;
     }
 }
+
+qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
+                      qtts_error *e) {
+    return begin(c, p, NULL, 0, on_frame, user, collect, NULL, e);
+}
+
+qtts_status gen_begin_open(qtts_context *c, const qtts_gen_params *p, const int32_t *tpl, int n_tpl,
+                           qtts_frame_fn on_frame, void *user, int *need, qtts_error *e) {
+    *need = 0;
+    if (!tpl || n_tpl < 3) return err_set(e, QTTS_ERR_INTERNAL, "an open prompt needs the template's head");
+    if (n_tpl < 4) { /* not even the first text token: no need to resolve anything yet */
+        *need = 1;
+        return QTTS_OK;
+    }
+    return begin(c, p, tpl, n_tpl, on_frame, user, 0, need, e);
+}
+
+/* The length cap follows the text known so far (the whole text's at its end). */
+static void text_grew(gen_state *g, int n) {
+    g->n_text_tokens += n;
+    if (g->cap_frames >= 0) g->cap_frames = 50 + 8 * g->n_text_tokens;
+}
+
+qtts_status gen_text_append(qtts_context *c, const int32_t *ids, int n, qtts_error *e) {
+    gen_state *g = &c->gs;
+    if (!g->open) return err_set(e, QTTS_ERR_INTERNAL, "text appended to a generation whose text is closed");
+    const qtts_model *m = c->model;
+    qtts_status st = prompt_append_text(&m->ops, &m->cfg, &m->talker, &g->pr, ids, n, e);
+    if (!st) text_grew(g, n);
+    return st;
+}
+
+qtts_status gen_text_close(qtts_context *c, qtts_error *e) {
+    gen_state *g = &c->gs;
+    if (!g->open) return err_set(e, QTTS_ERR_INTERNAL, "text closed twice");
+    const qtts_model *m = c->model;
+    qtts_status st = prompt_close_text(&m->ops, &m->cfg, &m->talker, &g->pr, e);
+    if (!st) g->open = 0;
+    return st;
+}
+
+int gen_waits_for_text(const qtts_context *c) { return c->gs.active && c->gs.open && c->gs.k >= c->gs.pr.n_queue; }
 
 qtts_status gen_end(qtts_context *c, int32_t **codes_out, int *n_frames, qtts_error *e) {
     gen_state *g = &c->gs;

@@ -56,6 +56,7 @@ typedef struct gen_state {
     int P;                   /* prompt positions */
     int k;                   /* next talker step */
     int max_new, forced, cap_frames, n_text_tokens;
+    int open;                /* incremental text: the queue may still grow (gen_begin_open) */
     qtts_frame_fn on_frame;
     void *user;
     int collect;             /* keep the codes */
@@ -104,6 +105,24 @@ int64_t gen_frame_serial(const qtts_context *c);
  * On success c->gs.active = 1 and frames come from gen_step. */
 qtts_status gen_begin(qtts_context *c, const qtts_gen_params *p, qtts_frame_fn on_frame, void *user, int collect,
                       qtts_error *e);
+/* gen_begin for text that arrives incrementally (streaming text mode, CPU):
+ * tpl[n_tpl] are the ids committed so far of
+ * "<|im_start|>assistant\n{text}" (tok_stream), without the tail. When they
+ * are too few for the prefill (prompt_text_needed), nothing starts:
+ * QTTS_OK with *need set to the text ids needed and c->gs.active 0. Then
+ * the queue grows with gen_text_append and ends with gen_text_close; a step
+ * at a frame whose text vector is not known yet must wait
+ * (gen_waits_for_text). The prompt, the queue and so every frame are the
+ * same as gen_begin's with the whole text. */
+qtts_status gen_begin_open(qtts_context *c, const qtts_gen_params *p, const int32_t *tpl, int n_tpl,
+                           qtts_frame_fn on_frame, void *user, int *need, qtts_error *e);
+qtts_status gen_text_append(qtts_context *c, const int32_t *ids, int n, qtts_error *e);
+qtts_status gen_text_close(qtts_context *c, qtts_error *e);
+/* 1 when c's next frame needs a text vector that has not arrived. */
+int gen_waits_for_text(const qtts_context *c);
+/* The text mode a request resolves to: 1 streaming, 0 non-streaming. */
+int gen_is_streaming(const qtts_model *m, const qtts_gen_params *p);
+
 /* One frame for each of the n active contexts, stepped together through
  * batched kernels using ss (n <= ss->max). A context whose generation ends
  * (EOS, limits, cancel, error) becomes inactive with gs.status set. */

@@ -37,8 +37,14 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
                          const prompt_input *in, prompt_out *out, qtts_error *e) {
     memset(out, 0, sizeof *out);
     const int H = cfg->talker.hidden, G = cfg->n_code_groups;
+    const int open = in->open;
+    if (open && in->non_streaming)
+        return err_set(e, QTTS_ERR_UNSUPPORTED, "incremental text needs the streaming text mode");
+    if (open && (in->n_text_tpl < 3 + prompt_text_needed(in)))
+        return err_set(e, QTTS_ERR_INTERNAL, "an open prompt needs %d text ids before its prefill (got %d)",
+                       prompt_text_needed(in), in->n_text_tpl - 3);
     /* validate the template shapes the official slicing assumes */
-    if (in->n_text_tpl < 9)
+    if (!open && in->n_text_tpl < 9)
         return err_set(e, QTTS_ERR_INPUT, "text template has %d ids; it needs the 8 fixed ids plus at least one text id",
                        in->n_text_tpl);
     if (in->ref_codes && in->n_ref_tpl < 6)
@@ -58,7 +64,7 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
 
     const int n_instr = lens[1];
     const int32_t *text = in->text_tpl + 3; /* t1..tN */
-    const int N = in->n_text_tpl - 8;
+    const int N = open ? in->n_text_tpl - 3 : in->n_text_tpl - 8;
     const int32_t *ref = in->ref_tpl ? in->ref_tpl + 3 : NULL; /* r1..rM */
     const int M = in->ref_tpl ? in->n_ref_tpl - 5 : 0;
     const int icl = in->ref_codes != NULL;
@@ -107,9 +113,12 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
 
     /* positions: instr + role + (Lc-1) + text block */
     int n_text_pos, n_queue;
-    const int X_len = M + N + 1, Y_len = T + 1;
+    const int X_len = M + N + !open, Y_len = T + 1; /* open: no end of text yet */
     if (icl) {
-        if (in->non_streaming) {
+        if (open) { /* prompt_text_needed: X fills the codec positions */
+            n_text_pos = Y_len;
+            n_queue = X_len - Y_len;
+        } else if (in->non_streaming) {
             n_text_pos = X_len + Y_len;
             n_queue = 1;
         } else if (X_len > Y_len) {
@@ -124,7 +133,7 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
         n_queue = 1;
     } else {
         n_text_pos = 1;
-        n_queue = N; /* t2..tN, eos */
+        n_queue = open ? N - 1 : N; /* t2..tN, eos (open: not yet) */
     }
     const int P = n_instr + 3 + (Lc - 1) + n_text_pos;
     out->n_pos = P;
@@ -134,7 +143,8 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
     out->n_voice = n_instr + 3 + (Lc - 1) + (icl ? (M < n_text_pos ? M : n_text_pos) : 0);
     out->n_queue = n_queue;
     out->embeds = calloc((size_t)P * H, sizeof(float));
-    out->queue = calloc((size_t)n_queue * H, sizeof(float));
+    out->queue_cap = n_queue > 16 ? n_queue : 16;
+    out->queue = calloc((size_t)out->queue_cap * H, sizeof(float));
     out->tts_pad = malloc(sizeof(float) * H);
     float *X = NULL; /* ICL text track [X_len][H] */
     float *Y = NULL; /* ICL codec track [Y_len][H] */
@@ -165,7 +175,7 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
     if (icl) {
         for (int i = 0; i < M; i++) vcopy(X + (size_t)i * H, Tref + (size_t)i * H, H);
         for (int i = 0; i < N; i++) vcopy(X + (size_t)(M + i) * H, Ttext + (size_t)i * H, H);
-        vcopy(X + (size_t)(M + N) * H, eos, H);
+        if (!open) vcopy(X + (size_t)(M + N) * H, eos, H);
         add_codec(tw, cfg->codec_bos, Y);
         for (int t = 0; t < T; t++) frame_embed(tw, cw, in->ref_codes + (size_t)t * G, G, Y + (size_t)(t + 1) * H);
         if (in->non_streaming) {
@@ -205,12 +215,56 @@ qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talke
         add_codec(tw, cfg->codec_bos, p);
         p += H;
         for (int i = 1; i < N; i++) vcopy(out->queue + (size_t)(i - 1) * H, Ttext + (size_t)i * H, H);
-        vcopy(out->queue + (size_t)(N - 1) * H, eos, H);
+        if (!open) vcopy(out->queue + (size_t)(N - 1) * H, eos, H);
     }
     free(X);
     free(Y);
     free(tp);
     return QTTS_OK;
+}
+
+int prompt_text_needed(const prompt_input *in) {
+    if (!in->ref_codes) return 1;
+    const int M = in->ref_tpl ? in->n_ref_tpl - 5 : 0, need = in->n_ref_frames + 1 - M;
+    return need > 1 ? need : 1;
+}
+
+/* Append the rows of ids (or, ids NULL, the end of text) to the queue. */
+static qtts_status queue_add(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, prompt_out *p,
+                             const int32_t *ids, int n, qtts_error *e) {
+    const int H = cfg->talker.hidden;
+    const int32_t eos = cfg->tts_eos;
+    if (!ids) {
+        ids = &eos;
+        n = 1;
+    }
+    if (n <= 0) return QTTS_OK;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= cfg->text_vocab)
+            return err_set(e, QTTS_ERR_INPUT, "text id %d is outside the text vocabulary [0, %d)", ids[i],
+                           cfg->text_vocab);
+    if (p->n_queue + n > p->queue_cap) {
+        int cap = p->queue_cap ? p->queue_cap : 16;
+        while (cap < p->n_queue + n) cap *= 2;
+        float *q = realloc(p->queue, sizeof(float) * (size_t)cap * H);
+        if (!q) return err_set(e, QTTS_ERR_NOMEM, "out of memory growing the text queue");
+        p->queue = q;
+        p->queue_cap = cap;
+    }
+    qtts_status st = text_vecs(ops, tw, ids, n, p->queue + (size_t)p->n_queue * H, e);
+    if (!st) p->n_queue += n;
+    return st;
+}
+
+qtts_status prompt_append_text(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, prompt_out *p,
+                               const int32_t *ids, int n, qtts_error *e) {
+    if (!ids) return QTTS_OK;
+    return queue_add(ops, cfg, tw, p, ids, n, e);
+}
+
+qtts_status prompt_close_text(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, prompt_out *p,
+                              qtts_error *e) {
+    return queue_add(ops, cfg, tw, p, NULL, 0, e);
 }
 
 void prompt_free(prompt_out *p) {

@@ -25,6 +25,9 @@ typedef struct prompt_input {
     const int32_t *ref_codes;   /* ICL [n_ref_frames][n_code_groups] or NULL */
     int n_ref_frames;
     int non_streaming;          /* 1 = whole text in the prompt */
+    int open;                   /* streaming only: text_tpl is the head and the text tokens known so
+                                   far, without the tail; the queue grows with prompt_append_text
+                                   and ends with prompt_close_text (incremental text) */
 } prompt_input;
 
 typedef struct prompt_out {
@@ -37,11 +40,23 @@ typedef struct prompt_out {
     int n_queue;     /* trailing text vectors */
     float *queue;    /* [n_queue][H] (malloc'ed) */
     float *tts_pad;  /* [H] (malloc'ed) */
+    int queue_cap;   /* rows queue has room for */
 } prompt_out;
 
 qtts_status prompt_build(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, const cp_weights *cw,
                          const prompt_input *in, prompt_out *out, qtts_error *e);
 void prompt_free(prompt_out *p);
+
+/* Open prompts (incremental text): the text tokens the prefill needs before
+ * it can run: the first one, or with an ICL reference as many as fill the
+ * reference's codec positions (its prefill lays text beside them). */
+int prompt_text_needed(const prompt_input *in);
+/* Append the text vectors of n more text ids to an open prompt's queue, then
+ * (close) the end of text. The same rows as the whole text's prompt. */
+qtts_status prompt_append_text(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, prompt_out *p,
+                               const int32_t *ids, int n, qtts_error *e);
+qtts_status prompt_close_text(const ops_ctx *ops, const qtts_config *cfg, const talker_weights *tw, prompt_out *p,
+                              qtts_error *e);
 
 /* out[H] = Ce(codes[0]) + sum_g Pe_g(codes[g+1]): the talker input of a frame. */
 void frame_embed(const talker_weights *tw, const cp_weights *cw, const int32_t *codes, int n_groups, float *out);

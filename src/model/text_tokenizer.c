@@ -879,6 +879,19 @@ int tok_token_id(const text_tokenizer *t, const char *token) {
     return k < 0 ? -1 : t->entries[k].id;
 }
 
+size_t tok_added_prefix_at(const text_tokenizer *t, const char *text, size_t len) {
+    size_t at = len;
+    for (int i = 0; t && i < t->n_added; i++) {
+        const added_token *a = &t->added[i];
+        for (size_t l = (size_t)a->len - 1; l >= 1; l--) /* longest first: the smallest offset */
+            if (l <= len && len - l < at && memcmp(text + len - l, a->content, l) == 0) {
+                at = len - l;
+                break;
+            }
+    }
+    return at;
+}
+
 int tok_vocab_size(const text_tokenizer *t) { return t ? t->n_ids : 0; }
 int tok_n_added(const text_tokenizer *t) { return t ? t->n_added : 0; }
 int tok_n_merges(const text_tokenizer *t) { return t ? t->n_merges : 0; }

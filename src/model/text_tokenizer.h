@@ -59,6 +59,10 @@ const char *tok_token_str(const text_tokenizer *t, int id);
 /* Largest id (vocab.json or added token) + 1. */
 int tok_vocab_size(const text_tokenizer *t);
 
+/* The smallest offset p such that text[p, len) is a proper prefix of an added token (text that
+ * more text could turn into an added token), or len when there is none. */
+size_t tok_added_prefix_at(const text_tokenizer *t, const char *text, size_t len);
+
 /* Number of added tokens and of merges loaded. */
 int tok_n_added(const text_tokenizer *t);
 int tok_n_merges(const text_tokenizer *t);

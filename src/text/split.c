@@ -251,3 +251,54 @@ qtts_status text_split(const char *text, size_t len, const text_split_params *pp
     *n = o.n;
     return QTTS_OK;
 }
+
+/* ---------------------------------------------------------------- incremental text */
+
+size_t text_trim_begin(const char *text, size_t b, size_t e) { return trim_b((const unsigned char *)text, b, e); }
+size_t text_trim_end(const char *text, size_t b, size_t e) { return trim_e((const unsigned char *)text, b, e); }
+
+int text_sentence_end(const char *text, size_t len, int final, size_t *end, size_t *next) {
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        unsigned c = 0;
+        int w = cp_at(s, len, i, &c);
+        if (i + w > len) return final ? (*end = *next = len, 1) : 0; /* a character still arriving */
+        if (c == '\n') {
+            *end = *next = i;
+            return 1;
+        }
+        if (is_cjk_end(c) || is_latin_end(c)) {
+            if (c == '.' && i + 1 == len && !final) return 0; /* 3. may become 3.14 */
+            if (!(c == '.' && dot_is_not_end(s, len, i))) {
+                size_t j = i + w;
+                while (j < len) {
+                    unsigned d;
+                    int dw = cp_at(s, len, j, &d);
+                    if (!(is_latin_end(d) || is_cjk_end(d) || is_closer(d))) break;
+                    j += dw;
+                }
+                if (j == len && !final) return 0; /* more marks or closers may follow */
+                unsigned d = 0;
+                if (j < len) cp_at(s, len, j, &d);
+                if (is_cjk_end(c) || j == len || is_space_cp(d)) {
+                    *end = *next = j;
+                    return 1;
+                }
+            }
+        }
+        i += w;
+    }
+    if (!final) return 0;
+    *end = *next = len;
+    return 1;
+}
+
+int text_gap_is_paragraph(const char *gap, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        if (gap[i] != '\n') continue;
+        size_t j = i + 1;
+        while (j < len && (gap[j] == ' ' || gap[j] == '\t' || gap[j] == '\r')) j++;
+        if (j < len && gap[j] == '\n') return 1;
+    }
+    return 0;
+}

@@ -29,4 +29,18 @@ text_split_params text_split_default_params(void);
 qtts_status text_split(const char *text, size_t len, const text_split_params *p, text_piece **pieces, int *n,
                        qtts_error *e);
 
+/* Incremental text (a sentence per segment as it arrives): where the first
+ * sentence of text[len] ends, by text_split's sentence rules. Returns 1 when
+ * the end is certain whatever text may follow (final: none follows), with
+ * *end its end (before trimming) and *next where the text after it begins;
+ * 0 when more text is needed to tell (a full stop at the end could be a
+ * decimal point or be followed by closers; a line break's paragraph break). */
+int text_sentence_end(const char *text, size_t len, int final, size_t *end, size_t *next);
+/* 1 when the whitespace gap[len] between two sentences holds a paragraph
+ * break (a blank line). */
+int text_gap_is_paragraph(const char *gap, size_t len);
+/* Offsets of text[b, e) trimmed of surrounding whitespace. */
+size_t text_trim_begin(const char *text, size_t b, size_t e);
+size_t text_trim_end(const char *text, size_t b, size_t e);
+
 #endif

@@ -87,7 +87,7 @@ static void add(qtts_pipeline *p, const qtts_model *m, req *r, const char *pfx, 
     aps[i] = audio(r);
     aps[i].on_frame = on_frame;
     aps[i].frame_user = r;
-    const qtts_request rq = {&gps[i], &aps[i], on_audio, on_done, r};
+    const qtts_request rq = {&gps[i], &aps[i], on_audio, on_done, r, 0};
     char err[512], name[96];
     const qtts_status s = qtts_pipeline_add(p, &rq, &r->id, err, sizeof err);
     snprintf(name, sizeof name, "%s/add%d", pfx, i);
@@ -152,7 +152,7 @@ static void run(qtts_weight_type wt, int decode_threads, const char *pfx) {
     for (int j = 0; j < 4; j++) add(p, m, &rs[first[j]], pfx, first[j]);
     {
         qtts_gen_params gp = params(m, &rs[3]);
-        const qtts_request rq = {&gp, NULL, NULL, NULL, NULL};
+        const qtts_request rq = {&gp, NULL, NULL, NULL, NULL, 0};
         const qtts_status full = qtts_pipeline_add(p, &rq, NULL, err, sizeof err);
         snprintf(name, sizeof name, "%s/full_is_limit", pfx);
         test_report(name, full == QTTS_ERR_LIMIT && strstr(err, "full"), "status %d: %s", full, err);

@@ -442,6 +442,7 @@ int cmd_wer(int argc, char **argv);        /* wer.c */
 int cmd_bandwidth(int argc, char **argv);  /* bandwidth.c */
 int cmd_plot(int argc, char **argv);       /* plot.c: SVG from a JSON report */
 int cmd_cold(int argc, char **argv);       /* cold.c: launch -> first PCM byte of qtts --stdout */
+int cmd_textstream(int argc, char **argv); /* textstream.c: text played in at a token rate */
 void bench_help(FILE *f);                  /* bench.c */
 
 #endif

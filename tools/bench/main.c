@@ -21,6 +21,7 @@ static void usage(FILE *f) {
             "       qtts-bench server --url URL [options]      a running qtts-server under concurrent load\n"
             "       qtts-bench plot RESULTS.json OUT.svg       plot a JSON report\n"
             "       qtts-bench cold -m DIR [-w LIST] [--drop]  launch -> first PCM byte of qtts --stdout\n"
+            "       qtts-bench textstream -m DIR [--rate 30,15]  text played in at a token rate vs the whole text\n"
             "Run 'qtts-bench help' or read docs/BENCH.md for every option.\n");
 }
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "server") == 0) return loadgen_main(argc - 1, argv + 1); /* tools/common/loadgen.c */
     if (strcmp(cmd, "plot") == 0) return cmd_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "cold") == 0) return cmd_cold(argc - 1, argv + 1);
+    if (strcmp(cmd, "textstream") == 0) return cmd_textstream(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
     if (cmd[0] == '-') return cmd_run(argc, argv);
     fprintf(stderr, "qtts-bench: unknown command '%s'\n", cmd);

@@ -80,6 +80,12 @@ int cli_read_text(const cli_opts *o, char **text);
 /* Parse "I I I" into a malloc'ed id list. Returns 0 or EXIT_USAGE. */
 int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n);
 
+/* Speak standard input as it arrives (--text - with --stdout or --stream):
+ * an incremental-text request; audio to on_audio (tools/cli/speak_stdin.c).
+ * On failure err holds the message. */
+qtts_status cli_speak_stdin(const qtts_model *m, const qtts_gen_params *gp, const qtts_audio_params *ap,
+                            qtts_audio_fn on_audio, void *user, size_t *n_samples, char *err, size_t n_err);
+
 /* Map a library status to an exit code. */
 int cli_exit_code(qtts_status st);
 

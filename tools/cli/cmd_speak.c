@@ -113,6 +113,8 @@ int cmd_speak(int argc, char **argv, int first) {
         return EXIT_USAGE;
     }
     const int want_audio = o.output || o.to_stdout;
+    /* standard input spoken as it arrives */
+    const int from_stdin = o.text && !strcmp(o.text, "-") && (o.to_stdout || o.stream);
     char *text = NULL;
     int32_t *text_ids = NULL, *instr_ids = NULL, *ref_ids = NULL;
     int n_text_ids = 0, n_instr_ids = 0, n_ref_ids = 0;
@@ -124,7 +126,7 @@ int cmd_speak(int argc, char **argv, int first) {
     memset(&ao, 0, sizeof ao);
     float *pcm = NULL;
     if (o.text_ids) rc = cli_parse_ids(o.text_ids, "--text-ids", &text_ids, &n_text_ids);
-    else if (!voice_only) rc = cli_read_text(&o, &text);
+    else if (!voice_only && !from_stdin) rc = cli_read_text(&o, &text);
     if (!rc && o.instruct_ids) rc = cli_parse_ids(o.instruct_ids, "--instruct-ids", &instr_ids, &n_instr_ids);
     if (!rc && o.ref_text_ids) rc = cli_parse_ids(o.ref_text_ids, "--ref-text-ids", &ref_ids, &n_ref_ids);
     if (rc) goto out;
@@ -241,7 +243,17 @@ int cmd_speak(int argc, char **argv, int first) {
         ap.segment_user = &d;
         audio_sink sink = {&ao, o.stream || o.to_stdout};
         const double t_synth = tool_now_s();
-        s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
+        if (from_stdin) {
+            s = cli_speak_stdin(m, &gp, &ap, on_audio, &sink, &n_samples, err, sizeof err);
+            if (s && !(s == QTTS_ERR_CANCELLED && ao.failed)) fprintf(stderr, "qtts: %s\n", err);
+            if (s) {
+                cli_audio_close(&ao);
+                rc = ao.failed ? EXIT_IO : cli_exit_code(s);
+                goto out;
+            }
+        } else {
+            s = qtts_synthesize(ctx, &gp, &ap, on_audio, &sink, sink.stream ? NULL : &pcm, &n_samples);
+        }
         if (o.timing && !s) {
             qtts_stats st;
             qtts_context_get_stats(ctx, &st);

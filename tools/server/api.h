@@ -64,6 +64,12 @@ int http_peer_gone(struct MHD_Connection *conn);
 
 /* Endpoints (body complete when called). */
 enum MHD_Result api_speech(http_req *r);
+/* GET /v1/audio/speech/stream: the WebSocket of incremental text (api_ws.c). */
+enum MHD_Result api_speech_ws(http_req *r);
+/* A speech request's fields (a WebSocket session's config: no input) into
+ * j; *format gets response_format, *speed the speed. 0, or -1 with e set. */
+struct job;
+int api_speech_config(server *s, json_t *o, struct job *j, int *format, double *speed, api_error *e);
 enum MHD_Result api_voices_list(http_req *r);
 enum MHD_Result api_voices_delete(http_req *r, const char *name);
 /* Multipart voice upload: begin on the first call (1 = accepted, else an

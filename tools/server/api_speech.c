@@ -71,9 +71,9 @@ static void list_speakers(const qtts_model *m, char *out, size_t n) {
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 /* Fill j (and the output choices) from the body, or fill e. 0 ok. */
+static int parse_object(server *s, json_t *o, job *j, speech *sp, int ws, api_error *e);
+
 static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
-    server *s = r->srv;
-    const qtts_model *m = s->model;
     json_error_t je;
     json_t *o = json_loadb((const char *)r->body.p, r->body.n, JSON_REJECT_DUPLICATES, &je);
     if (!o) {
@@ -82,6 +82,15 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
         snprintf(e->code, sizeof e->code, "invalid_json");
         return -1;
     }
+    const int rc = parse_object(r->srv, o, j, sp, 0, e);
+    json_decref(o);
+    return rc;
+}
+
+/* The request's fields into j and sp; ws: a WebSocket session's config (no
+ * model or input required; the text comes later). o stays the caller's. */
+static int parse_object(server *s, json_t *o, job *j, speech *sp, int ws, api_error *e) {
+    const qtts_model *m = s->model;
     int rc = -1;
     if (!json_is_object(o)) {
         API_BAD(e, "", "The request body must be a JSON object");
@@ -99,7 +108,13 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
         json_opt_string(o, "response_format", &fmt, e) < 0 || json_opt_string(o, "stream_format", &sfmt, e) < 0 ||
         json_opt_string(o, "language", &lang, e) < 0)
         goto out;
-    if (!model || !*model) {
+    if (ws) {
+        if (input) {
+            API_BAD(e, "input", "the text comes in input.text messages, not in the session config");
+            goto out;
+        }
+        input = "";
+    } else if (!model || !*model) {
         API_BAD(e, "model", "you must provide a model parameter");
         goto out;
     }
@@ -107,7 +122,7 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
         API_BAD(e, "input", "Missing required parameter: 'input'");
         goto out;
     }
-    if (strspn(input, " \t\r\n\f\v") == strlen(input)) {
+    if (!ws && strspn(input, " \t\r\n\f\v") == strlen(input)) {
         API_BAD(e, "input", "'input' is empty: there is nothing to say");
         goto out;
     }
@@ -259,8 +274,8 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
         }
     }
 
-    j->text = strdup(input);
-    if (!j->text || (instr && type != QTTS_MODEL_BASE && !j->instruct)) {
+    j->text = ws ? NULL : strdup(input);
+    if ((!ws && !j->text) || (instr && type != QTTS_MODEL_BASE && !j->instruct)) {
         api_error_set(e, 500, "server_error", "", "", "out of memory");
         goto out;
     }
@@ -277,7 +292,15 @@ static int parse_request(http_req *r, job *j, speech *sp, api_error *e) {
     }
     rc = 0;
 out:
-    json_decref(o);
+    return rc;
+}
+
+int api_speech_config(server *s, json_t *o, job *j, int *format, double *speed, api_error *e) {
+    speech sp;
+    memset(&sp, 0, sizeof sp);
+    const int rc = parse_object(s, o, j, &sp, 1, e);
+    *format = (int)sp.fmt;
+    *speed = sp.speed;
     return rc;
 }
 

@@ -105,6 +105,7 @@ typedef enum route {
     R_SPEECH,
     R_VOICES,
     R_VOICE_ONE,
+    R_SPEECH_WS,
 } route;
 
 static route find_route(const char *url, const char **endpoint, const char **allow) {
@@ -118,6 +119,7 @@ static route find_route(const char *url, const char **endpoint, const char **all
         {"/metrics", R_METRICS, "metrics", "GET"},
         {"/v1/models", R_MODELS, "models", "GET"},
         {"/v1/audio/speech", R_SPEECH, "speech", "POST"},
+        {"/v1/audio/speech/stream", R_SPEECH_WS, "speech_stream", "GET"},
         {"/v1/audio/voices", R_VOICES, "voices", "GET, POST"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
@@ -144,6 +146,7 @@ static int method_ok(route rt, const char *m) {
     case R_METRICS:
     case R_MODELS: return get;
     case R_SPEECH: return !strcmp(m, "POST");
+    case R_SPEECH_WS: return !strcmp(m, "GET");
     case R_VOICES: return get || !strcmp(m, "POST");
     case R_VOICE_ONE: return !strcmp(m, "DELETE");
     default: return 0;
@@ -251,6 +254,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     case R_SPEECH: return api_speech(r);
     case R_VOICES: return !strcmp(method, "POST") ? api_voices_upload_end(r) : api_voices_list(r);
     case R_VOICE_ONE: return api_voices_delete(r, url + 17);
+    case R_SPEECH_WS: return api_speech_ws(r);
     default: return MHD_NO;
     }
 }
@@ -296,7 +300,7 @@ int http_start(server *s, char *err, size_t n) {
         return -1;
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     s->httpd = MHD_start_daemon(
         flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,

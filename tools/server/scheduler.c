@@ -56,6 +56,7 @@ void job_release(job *j) {
     voice_ref_release(j->voice);
     free(j->pcm);
     free(j->seg_start);
+    free(j->tin);
     free(j);
 }
 
@@ -188,6 +189,33 @@ struct sched {
     char warm_err[600];
 };
 
+int job_text(job *j, const char *text, size_t n, int end) {
+    int rc = 0;
+    pthread_mutex_lock(&j->mu);
+    if (j->state == JOB_DONE || j->tin_end) rc = -1;
+    else if (j->in_pipeline) { /* the order of the pieces is kept: the job's mu is held */
+        if ((n && qtts_pipeline_push_text(j->sched->pl, j->id, text, n)) ||
+            (end && qtts_pipeline_end_text(j->sched->pl, j->id)))
+            rc = -1;
+    } else {
+        if (j->tin_n + n + 1 > j->tin_cap) {
+            size_t cap = j->tin_cap ? j->tin_cap : 256;
+            while (cap < j->tin_n + n + 1) cap *= 2;
+            char *t = realloc(j->tin, cap);
+            if (!t) rc = -1;
+            else {
+                j->tin = t;
+                j->tin_cap = cap;
+            }
+        }
+        if (!rc && n) memcpy(j->tin + j->tin_n, text, n);
+        if (!rc) j->tin_n += n;
+    }
+    if (!rc && end) j->tin_end = 1;
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
 static void update_gauges(sched *s) { metrics_set_gauges(s->mx, s->q_len, s->n_busy); }
 
 static void on_wake(void *arg) {
@@ -260,7 +288,7 @@ static void start_job(sched *s, job *j) {
     ap.on_frame = on_frame;
     ap.frame_user = j;
     j->sched = s;
-    const qtts_request rq = {&j->gp, &ap, on_audio, on_done, j};
+    const qtts_request rq = {&j->gp, &ap, on_audio, on_done, j, j->incremental};
     char err[512];
     pthread_mutex_lock(&s->mu);
     s->n_busy++; /* before the add: on_done may come from a decode thread at once */
@@ -269,7 +297,16 @@ static void start_job(sched *s, job *j) {
     s->running[k] = j;
     update_gauges(s);
     pthread_mutex_unlock(&s->mu);
+    if (j->incremental) pthread_mutex_lock(&j->mu); /* its text waits until it is in */
     const qtts_status st = qtts_pipeline_add(s->pl, &rq, &j->id, err, sizeof err);
+    if (j->incremental) {
+        if (!st) {
+            j->in_pipeline = 1;
+            if (j->tin_n) qtts_pipeline_push_text(s->pl, j->id, j->tin, j->tin_n);
+            if (j->tin_end) qtts_pipeline_end_text(s->pl, j->id);
+        }
+        pthread_mutex_unlock(&j->mu);
+    }
     if (st) {
         pthread_mutex_lock(&s->mu);
         s->running[k] = NULL;

@@ -65,6 +65,13 @@ typedef struct job {
     struct sched *sched;      /* the engine it runs on (set when it enters the pipeline) */
     int push_failed;          /* out of memory buffering its audio (pipeline side) */
     int refs;
+    /* incremental text (the WebSocket endpoint): set incremental before
+     * sched_submit, then give the text with job_text; guarded by mu */
+    int incremental;
+    char *tin;                /* text given before the job entered the pipeline */
+    size_t tin_n, tin_cap;
+    int tin_end;
+    int in_pipeline;          /* the engine added it: text goes to the pipeline directly */
 } job;
 
 job *job_new(void);
@@ -80,6 +87,11 @@ job_state job_wait_started(job *j, int timeout_ms);
  * many; *done = 1 once the job finished and every sample was read (then see
  * job->status, read under no lock since it is final). */
 size_t job_read(job *j, float *out, size_t max, int timeout_ms, int *done, int *segment);
+
+/* Incremental text of an incremental job: n bytes, then (end) its end. Kept
+ * until the job enters the pipeline, then handed to it. 0, or -1 when the
+ * job no longer takes text (it ended) or out of memory. */
+int job_text(job *j, const char *text, size_t n, int end);
 
 typedef struct sched sched;
 
