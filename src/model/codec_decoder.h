@@ -32,8 +32,19 @@ typedef struct codec_stream codec_stream;   /* per-stream state: attention windo
 qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e);
 void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 
+/* Stages of the int8 format, bit 0: decoder.0 (the K 7 conv into the
+ * vocoder), bit 1 + b: vocoder block b (its transposed conv and residual
+ * units' convs). The default (docs/MODEL.md says why): every stage but the
+ * last block, whose error the final conv passes straight to the waveform. */
+#define CODEC_Q8_STAGES_DEFAULT(n_blocks) ((1u << (n_blocks)) - 1u)
+/* Make the int8 forms of the convs of the stages in mask (fmt
+ * QTTS_CODEC_Q8), or drop them (QTTS_CODEC_F32); before any stream is made.
+ * QTTS_CODEC_BF16: QTTS_ERR_UNSUPPORTED. */
+qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned stage_mask, qtts_error *e);
+
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
 int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */
+int codec_decoder_n_blocks(const codec_decoder *d);          /* vocoder blocks, 4 */
 int codec_decoder_codebook_size(const codec_decoder *d);     /* 2048 */
 int codec_decoder_sample_rate_hz(const codec_decoder *d);    /* 24000 */
 int64_t codec_decoder_weight_bytes(const codec_decoder *d);  /* bytes of the decoder.* tensors */

@@ -92,6 +92,8 @@ typedef struct bench_opts {
     int no_huge_pages;         /* 1 = qtts_model_params.huge_pages 0 (weights in place, 4 KiB pages) */
     const char *quality_cases; /* suite: cases of the quality arm (NULL = all of --cases) */
     bench_backend backend;     /* --backend / --device (zero = the library default) */
+    const char *codec_weights[BENCH_MAX_LIST]; /* --codec-weights LIST */
+    int n_codec_weights;
 } bench_opts;
 
 static char *list_buf[64];
@@ -264,6 +266,14 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("--asr-cmd", "--asr-cmd")) o->asr_cmd = v;
         else if (OPT("--ref", "--ref")) o->ref_weights = v;
         else if (OPT("--quality-cases", "--quality-cases")) o->quality_cases = v;
+        else if (OPT("--codec-weights", "--codec-weights")) {
+            o->n_codec_weights = split_list(v, o->codec_weights, BENCH_MAX_LIST);
+            for (int k = 0; k < o->n_codec_weights; k++)
+                if (qtts_codec_weights_from_name(o->codec_weights[k]) < 0) {
+                    fprintf(stderr, "qtts-bench: --codec-weights takes f32, bf16, q8 (got '%s')\n", o->codec_weights[k]);
+                    return -1;
+                }
+        }
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
         else {
             fprintf(stderr, "qtts-bench: unknown or incomplete option '%s' (see qtts-bench help)\n", a);
@@ -700,6 +710,14 @@ int cmd_quality(int argc, char **argv) {
     quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
                           o.seed, NULL, o.backend};
     int rc = 0;
+    if (o.n_codec_weights) { /* the codec arm: the decoder alone, against f32 on the same codes */
+        for (int mi = 0; mi < o.n_models; mi++)
+            if (quality_codec_run(o.models[mi], o.codec_weights, o.n_codec_weights, o.frames > 0 ? o.frames : 100,
+                                  o.threads[o.n_threads - 1], o.seed, stdout) != 0)
+                rc = 1;
+        report_free(&r);
+        return rc;
+    }
     for (int mi = 0; mi < o.n_models; mi++)
         if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;
     r.total_s = (tool_now_ms() - t0) / 1000.0;
