@@ -1754,7 +1754,7 @@ static void test_conv_q8(void) {
                 for (int i = 0; i < cin; i++)
                     for (int tap = 0; tap < k; tap++) {
                         const double wv = wf[((size_t)o * cin + i) * k + tap], xv = x[(size_t)i * xs + tt + tap * d];
-                        const double hx = sx[tt + tap * d] / 2, hw = w.sw[o] / 2;
+                        const double hx = sx[tt + tap * d] / 2, hw = w.sw[(size_t)o * k + tap] / 2;
                         ex += wv * xv;
                         sa += fabs(wv * xv);
                         bnd += fabs(wv) * hx + fabs(xv) * hw + hx * hw;

@@ -382,6 +382,7 @@ typedef struct loaded {
     qtts_model *model;
     int device;         /* device index it was loaded with */
     const char *weights;
+    const char *codec;  /* codec_weights name */
     int n_threads;
     double load_ms;
     char err[512];
@@ -455,15 +456,22 @@ static int run_speed(const bench_opts *o, bench_report *r) {
     int any_ok = 0;
     for (int mi = 0; mi < o->n_models; mi++) {
         const char *dir = o->models[mi];
-        const int nl = o->n_weights * o->n_threads;
+        /* --codec-weights crossed with -w (f32 alone when not given) */
+        const int ncw = o->n_codec_weights > 0 ? o->n_codec_weights : 1;
+        const int nl = o->n_weights * ncw * o->n_threads;
         loaded *L = calloc((size_t)nl, sizeof *L);
         if (!L) return -1;
         for (int wi = 0; wi < o->n_weights; wi++)
+            for (int xi = 0; xi < ncw; xi++)
             for (int ti = 0; ti < o->n_threads; ti++) {
-                loaded *l = &L[wi * o->n_threads + ti];
+                loaded *l = &L[(wi * ncw + xi) * o->n_threads + ti];
                 qtts_model_params mp = qtts_model_default_params();
                 const char *canon = o->weights[wi];
                 bench_parse_weights(o->weights[wi], &mp.weights, &canon);
+                mp.codec_weights = o->n_codec_weights > 0
+                                       ? (qtts_codec_weights)qtts_codec_weights_from_name(o->codec_weights[xi])
+                                       : QTTS_CODEC_F32;
+                l->codec = qtts_codec_weights_name(mp.codec_weights);
                 mp.n_threads = o->threads[ti];
                 mp.huge_pages = !o->no_huge_pages;
                 mp.log = log_ignore;
@@ -472,8 +480,8 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 l->weights = canon;
                 l->n_threads = o->threads[ti];
                 if (!o->quiet)
-                    fprintf(stderr, "loading %s (%s, %d threads, backend %s device %d)\n", dir, canon, mp.n_threads,
-                            qtts_backend_name(mp.backend), mp.device);
+                    fprintf(stderr, "loading %s (%s, codec %s, %d threads, backend %s device %d)\n", dir, canon,
+                            l->codec, mp.n_threads, qtts_backend_name(mp.backend), mp.device);
                 const double t0 = tool_now_ms();
                 qtts_status st = qtts_model_load(&l->model, dir, &mp, l->err, sizeof l->err);
                 l->load_ms = tool_now_ms() - t0;
@@ -517,6 +525,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 loaded *l = &L[cfg_model[j]];
                 fill_record_model(rec, dir, l->model, l->device);
                 snprintf(rec->weights, sizeof rec->weights, "%s", cfg[j].weights_name);
+                snprintf(rec->codec_weights, sizeof rec->codec_weights, "%s", l->codec ? l->codec : "f32");
                 rec->n_threads = cfg[j].n_threads;
                 rec->first_chunk = cfg[j].first_chunk;
                 rec->chunk = cfg[j].chunk;

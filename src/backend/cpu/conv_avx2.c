@@ -310,7 +310,7 @@ void conv_fill_avx2(ops_kernels *k) {
  * (^ 0x80), then vpmaddubsw of |x| by w with x's sign (vpsignb) -- each pair
  * at most 2 x 127 x 127, so no 16-bit saturation -- and vpmaddwd by 1 into
  * 32 bits: the exact sums vpdpbusd gives, without VNNI. Then as the AVX-512
- * tile: f += sums x the steps' scales; y = f sw + bias. */
+ * tile: f += sums x the steps' scales x the tap's weight scale; y = f + bias. */
 #define Q8_CO 4
 #define Q8_TV 2
 AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i mlast) {
@@ -356,17 +356,20 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++) sv[v] = _mm256_maskload_ps(st + VL * v, v == TV - 1 ? mlast : all);
 #pragma GCC unroll 4
-        for (int c = 0; c < CO; c++)
+        for (int c = 0; c < CO; c++) {
+            const __m256 swt = _mm256_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
 #pragma GCC unroll 2
-            for (int v = 0; v < TV; v++) f[c][v] = _mm256_add_ps(f[c][v], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[c][v]), sv[v]));
+            for (int v = 0; v < TV; v++)
+                f[c][v] = _mm256_add_ps(f[c][v], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[c][v]), sv[v]), swt));
+        }
     }
 #pragma GCC unroll 4
     for (int c = 0; c < CO; c++) {
-        const __m256 s = _mm256_set1_ps(a->sw[o + c]), b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
         float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++) {
-            const __m256 r = _mm256_add_ps(_mm256_mul_ps(f[c][v], s), b);
+            const __m256 r = _mm256_add_ps(f[c][v], b);
             if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
             else _mm256_storeu_ps(yo + VL * v, r);
         }

@@ -275,22 +275,24 @@ void conv_fill_avx512(ops_kernels *k) {
 /* CO output channels x TV vectors of 16 steps from t: per tap, the integer
  * sums over input channels by vpdpbusd (u8 x + 128 times s8 w, 4 channels a
  * lane; started at -128 sum w, which undoes the + 128), then f += sums x the
- * steps' scales; y = f sw + bias (conv_q8.h: the scalar reference's order). */
-#define Q8_CO 6
+ * steps' scales x the tap's weight scale; y = f + bias (conv_q8.h: the
+ * scalar reference's order). */
+/* 4 x 4 (16 integer sums in registers): 190-205 G multiply-adds/s on one
+ * Zen 4 core in a 384- and 768-channel K 7 conv, against 80-140 for 6 x 4,
+ * 6 x 2 and 8 x 2, where gcc spills the sums (/tmp microbenchmark, 2-core
+ * EPYC shared with other jobs) */
+#define Q8_CO 4
 #define Q8_TV 4
 AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask16 mlast) {
     const int k = a->k, d = a->dilation, G = a->cin4 / 4;
     const size_t xs = (size_t)a->xq_stride * 4, wos = (size_t)k * a->cin4;
-    __m512 f[Q8_CO][Q8_TV];
-#pragma GCC unroll 6
-    for (int c = 0; c < CO; c++)
-#pragma GCC unroll 4
-        for (int v = 0; v < TV; v++) f[c][v] = _mm512_setzero_ps();
+    /* the f32 sums over taps live in y between taps (the registers hold
+     * the CO x TV integer sums, the x vectors and the broadcast weight) */
     for (int tap = 0; tap < k; tap++) {
         __m512i acc[Q8_CO][Q8_TV];
         const int8_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin4;
         const uint8_t *xt = a->xq + (size_t)(t + tap * d) * 4;
-#pragma GCC unroll 6
+#pragma GCC unroll 4
         for (int c = 0; c < CO; c++) {
             const __m512i init = _mm512_set1_epi32(-a->wsum[(size_t)(o + c) * k + tap]);
 #pragma GCC unroll 4
@@ -302,7 +304,7 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
 #pragma GCC unroll 4
             for (int v = 0; v < TV; v++)
                 xv[v] = v == TV - 1 ? _mm512_maskz_loadu_epi32(mlast, xp + 64 * v) : _mm512_loadu_si512(xp + 64 * v);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
             for (int c = 0; c < CO; c++) {
                 int32_t w4;
                 memcpy(&w4, wt + c * wos + 4 * g, 4);
@@ -315,20 +317,27 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
         __m512 sv[Q8_TV];
 #pragma GCC unroll 4
         for (int v = 0; v < TV; v++) sv[v] = _mm512_maskz_loadu_ps(v == TV - 1 ? mlast : (__mmask16)0xffff, st + VL * v);
-#pragma GCC unroll 6
-        for (int c = 0; c < CO; c++)
 #pragma GCC unroll 4
-            for (int v = 0; v < TV; v++) f[c][v] = _mm512_add_ps(f[c][v], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]));
+        for (int c = 0; c < CO; c++) {
+            const __m512 swt = _mm512_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
+            float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 4
+            for (int v = 0; v < TV; v++) {
+                const __mmask16 mv = v == TV - 1 ? mlast : (__mmask16)0xffff;
+                const __m512 f = tap ? _mm512_maskz_loadu_ps(mv, yo + VL * v) : _mm512_setzero_ps();
+                const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt);
+                _mm512_mask_storeu_ps(yo + VL * v, mv, _mm512_add_ps(f, p));
+            }
+        }
     }
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int c = 0; c < CO; c++) {
-        const __m512 s = _mm512_set1_ps(a->sw[o + c]), b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
         float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
 #pragma GCC unroll 4
         for (int v = 0; v < TV; v++) {
-            const __m512 r = _mm512_add_ps(_mm512_mul_ps(f[c][v], s), b);
-            if (v == TV - 1) _mm512_mask_storeu_ps(yo + VL * v, mlast, r);
-            else _mm512_storeu_ps(yo + VL * v, r);
+            const __mmask16 mv = v == TV - 1 ? mlast : (__mmask16)0xffff;
+            _mm512_mask_storeu_ps(yo + VL * v, mv, _mm512_add_ps(_mm512_maskz_loadu_ps(mv, yo + VL * v), b));
         }
     }
 }

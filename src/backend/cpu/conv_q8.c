@@ -21,7 +21,7 @@ static int8_t q_round(float v) {
 int conv_q8_w_make(conv_q8_w *w, const float *wf, const float *bias, int cout, int cin, int k) {
     memset(w, 0, sizeof *w);
     const int cin4 = (cin + 3) & ~3;
-    const size_t nq = ALIGN64((size_t)cout * k * cin4), ns = ALIGN64(sizeof(float) * cout),
+    const size_t nq = ALIGN64((size_t)cout * k * cin4), ns = ALIGN64(sizeof(float) * (size_t)cout * k),
                  nw = ALIGN64(sizeof(int32_t) * (size_t)cout * k);
     char *buf = aligned_alloc(64, nq + ns + nw);
     if (!buf) return 0;
@@ -33,11 +33,11 @@ int conv_q8_w_make(conv_q8_w *w, const float *wf, const float *bias, int cout, i
     w->cout = cout, w->cin = cin, w->cin4 = cin4, w->k = k;
     for (int o = 0; o < cout; o++) {
         const float *wo = wf + (size_t)o * cin * k;
-        float m = 0.0f;
-        for (size_t j = 0; j < (size_t)cin * k; j++) m = fmaxf(m, fabsf(wo[j]));
-        const float inv = m > 0.0f ? 127.0f / m : 0.0f;
-        w->sw[o] = m / 127.0f;
         for (int tap = 0; tap < k; tap++) {
+            float m = 0.0f;
+            for (int i = 0; i < cin; i++) m = fmaxf(m, fabsf(wo[(size_t)i * k + tap]));
+            const float inv = m > 0.0f ? 127.0f / m : 0.0f;
+            w->sw[(size_t)o * k + tap] = m / 127.0f;
             int8_t *qo = w->q + ((size_t)o * k + tap) * cin4;
             int32_t s = 0;
             for (int i = 0; i < cin4; i++) {
@@ -57,7 +57,7 @@ void conv_q8_w_free(conv_q8_w *w) {
 }
 
 size_t conv_q8_w_bytes(const conv_q8_w *w) {
-    return (size_t)w->cout * w->k * w->cin4 + sizeof(float) * w->cout + sizeof(int32_t) * (size_t)w->cout * w->k;
+    return (size_t)w->cout * w->k * (w->cin4 + sizeof(float) + sizeof(int32_t));
 }
 
 size_t ops_conv_q8_scratch_bytes(int cin, int t_in) {
@@ -95,9 +95,9 @@ void conv1d_q8_scalar(const ops_conv_q8_args *a, int o0, int o1) {
                 int32_t s = 0;
                 for (int g = 0; g < G; g++)
                     for (int j = 0; j < 4; j++) s += ((int32_t)xp[g * xs + j] - 128) * w[g * 4 + j];
-                acc += (float)s * a->sx[t + tap * d];
+                acc += (float)s * a->sx[t + tap * d] * a->sw[(size_t)o * k + tap];
             }
-            yo[t] = acc * a->sw[o] + (a->bias ? a->bias[o] : 0.0f);
+            yo[t] = acc + (a->bias ? a->bias[o] : 0.0f);
         }
     }
 }

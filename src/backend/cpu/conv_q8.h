@@ -1,10 +1,10 @@
 /* int8 convolutions (the codec decoder's q8 format): weights quantised per
- * output channel, activations per time step over all input channels, each
- * to [-127, 127] by its max |value|.
+ * output channel and tap, activations per time step over all input
+ * channels, each to [-127, 127] by its max |value|.
  * Dataflow: x f32 [cin][t] -> pack (per step: max |x| over channels, scale,
  * round; 4 channels interleaved per step, + 128) -> per output channel and
  * tap, an integer sum over input channels -> times the step's scale, summed
- * over taps in order (f32) -> times the channel's scale, + bias -> y f32.
+ * over taps in order (f32), each times its tap's weight scale -> + bias -> y f32.
  * A step's scale depends on that step's column only, so a chunked call packs
  * the same bytes as a whole one: streaming stays exact. The integer sums are
  * exact and the f32 steps are one multiply and one add each (no FMA), in a
@@ -22,7 +22,7 @@
 /* A conv1d's weights in int8 (made once at load). */
 typedef struct conv_q8_w {
     int8_t *q;         /* [cout][k][cin4]: rint(w / sw), input channels padded with 0 to cin4 */
-    float *sw;         /* [cout] max |w[o]| / 127 */
+    float *sw;         /* [cout][k] max over input channels of |w[o][.][tap]| / 127 */
     int32_t *wsum;     /* [cout][k] 128 * sum over input channels of q */
     const float *bias; /* [cout] borrowed, or NULL */
     int cout, cin, cin4, k;
@@ -38,7 +38,7 @@ size_t conv_q8_w_bytes(const conv_q8_w *w);
 /* Scratch ops_conv1d_q8_ctx needs for cin input channels of t_in steps. */
 size_t ops_conv_q8_scratch_bytes(int cin, int t_in);
 
-/* y[o][t] = bias[o] + sw[o] * sum over taps in order of sx[t + tap d] *
+/* y[o][t] = bias[o] + sum over taps in order of sx[t + tap d] sw[o][tap]
  * (sum over input channels of q_w[o][tap][i] q_x[i][t + tap d]), for t <
  * t_out = t_in - dilation (k - 1) (nothing when t_in is shorter). x: [cin]
  * rows of x_stride; y rows of y_stride; scratch: ops_conv_q8_scratch_bytes,

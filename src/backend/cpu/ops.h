@@ -119,7 +119,7 @@ typedef struct ops_conv_q8_args {
     const float *sx;      /* [t_in] per-step activation scales */
     int cin4, t_in, xq_stride; /* input channels rounded up to 4, valid steps, steps per row */
     const int8_t *w;      /* [cout][k][cin4] */
-    const float *sw;      /* [cout] per-output-channel weight scales */
+    const float *sw;      /* [cout][k] weight scales per output channel and tap */
     const int32_t *wsum;  /* [cout][k] 128 * sum over input channels of w (VNNI's + 128 undone) */
     const float *bias;    /* [cout] or NULL */
     int cout, k, dilation;
