@@ -477,33 +477,41 @@ static void drop_q8(codec_decoder *d) {
     d->q8 = 0;
 }
 
-qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned stage_mask, qtts_error *e) {
+qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e) {
     drop_q8(d);
     if (fmt == QTTS_CODEC_F32) return QTTS_OK;
     if (fmt != QTTS_CODEC_Q8)
         return err_set(e, QTTS_ERR_UNSUPPORTED, "codec decoder format %d is not implemented (f32 or q8)", fmt);
+    const char *pe = getenv("QTTS_CODEC_Q8_PARTS");
+    if (pe && *pe) parts = (unsigned)strtoul(pe, NULL, 0);
     const codec_config *c = &d->cfg;
-    int ok = 1;
-    if (stage_mask & 1u)
+    int ok = 1, any = 0;
+    if ((parts & CODEC_Q8_DEC0) && c->latent >= CODEC_Q8_MIN_CIN) {
         ok &= conv_q8_w_make(&d->dec0_q, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
+        any = 1;
+    }
     for (int b = 0; b < c->n_blocks && ok; b++) {
-        if (!(stage_mask >> (b + 1) & 1u)) continue;
         codec_block *bl = &d->blocks[b];
         const int r2 = bl->rate * bl->cout;
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
-        if (bl->tconv_wc)
+        if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= CODEC_Q8_MIN_CIN) {
             ok &= conv_q8_w_make(&bl->tconv_q, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
+            any = 1;
+        }
+        if (bl->cout < CODEC_Q8_MIN_CIN) continue;
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
-            ok &= conv_q8_w_make(&ru->conv1_q, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout, CODEC_CONV_K);
-            ok &= conv_q8_w_make(&ru->conv2_q, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1);
+            if (parts & CODEC_Q8_CONV1)
+                ok &= conv_q8_w_make(&ru->conv1_q, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout, CODEC_CONV_K), any = 1;
+            if (parts & CODEC_Q8_CONV2)
+                ok &= conv_q8_w_make(&ru->conv2_q, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1), any = 1;
         }
     }
     if (!ok) {
         drop_q8(d);
         return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8 codec decoder weights");
     }
-    d->q8 = 1;
+    d->q8 = any;
     return QTTS_OK;
 }
 
