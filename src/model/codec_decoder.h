@@ -36,7 +36,7 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
  * blocks' transposed convs, their residual units' K 7 dilated convs (conv1)
  * and 1x1 convs (conv2); only those with CODEC_Q8_MIN_CIN input channels or
  * more (narrower ones have little arithmetic, and a step's scale shared by
- * few channels loses most). The default, conv1 alone (73 % of the vocoder's
+ * few channels loses most). The default, conv1 alone (74 % of the convs'
  * multiply-adds), is the largest set that keeps the waveform SNR >= 30 dB on
  * the real-size synthetic codec (docs/BENCH.md "Codec decoder formats" has
  * each set's figures). The environment variable QTTS_CODEC_Q8_PARTS (a
