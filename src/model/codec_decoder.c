@@ -485,8 +485,9 @@ qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, 
     const char *pe = getenv("QTTS_CODEC_Q8_PARTS");
     if (pe && *pe) parts = (unsigned)strtoul(pe, NULL, 0);
     const codec_config *c = &d->cfg;
+    const int min_cin = parts & CODEC_Q8_ANY_WIDTH ? 1 : CODEC_Q8_MIN_CIN;
     int ok = 1, any = 0;
-    if ((parts & CODEC_Q8_DEC0) && c->latent >= CODEC_Q8_MIN_CIN) {
+    if ((parts & CODEC_Q8_DEC0) && c->latent >= min_cin) {
         ok &= conv_q8_w_make(&d->dec0_q, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
         any = 1;
     }
@@ -494,11 +495,11 @@ qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, 
         codec_block *bl = &d->blocks[b];
         const int r2 = bl->rate * bl->cout;
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
-        if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= CODEC_Q8_MIN_CIN) {
+        if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= min_cin) {
             ok &= conv_q8_w_make(&bl->tconv_q, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
             any = 1;
         }
-        if (bl->cout < CODEC_Q8_MIN_CIN) continue;
+        if (bl->cout < min_cin) continue;
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
             if (parts & CODEC_Q8_CONV1)

@@ -45,6 +45,7 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 #define CODEC_Q8_TCONV 2u
 #define CODEC_Q8_CONV1 4u
 #define CODEC_Q8_CONV2 8u
+#define CODEC_Q8_ANY_WIDTH 16u /* also the convs under CODEC_Q8_MIN_CIN (tests: the small golden codecs) */
 #define CODEC_Q8_DEFAULT CODEC_Q8_CONV1
 #define CODEC_Q8_MIN_CIN 64
 /* Make the int8 forms of the convs in parts (fmt QTTS_CODEC_Q8), or drop
