@@ -74,6 +74,19 @@ typedef enum qtts_weight_type {
     QTTS_WEIGHTS_Q4 = 2        /* int4, blocks of 32 with an f16 scale and minimum (quantised at load) */
 } qtts_weight_type;
 
+/* Format of the codec decoder's vocoder convolutions on the CPU (weights and
+ * the convolutions' inputs). The Vulkan decoder always computes in f32. */
+typedef enum qtts_codec_weights {
+    QTTS_CODEC_F32 = 0,  /* f32: matches the official decoder within 1e-4 */
+    QTTS_CODEC_BF16 = 1, /* reserved: not implemented yet (qtts_model_load fails with QTTS_ERR_UNSUPPORTED) */
+    QTTS_CODEC_Q8 = 2    /* int8: per-output-channel weight scales, per-step activation scales,
+                            for the stages docs/MODEL.md lists (the rest stays f32) */
+} qtts_codec_weights;
+
+/* "f32" / "bf16" / "q8" -> format; -1 if unknown. */
+int qtts_codec_weights_from_name(const char *name);
+const char *qtts_codec_weights_name(qtts_codec_weights w);
+
 /* Where the language model (prefill, talker, code predictor, sampling) runs.
  * On Vulkan the codec decoder runs on the device too; the codec and speaker
  * encoders (once per cloned voice) run on the CPU on every backend. */
@@ -119,6 +132,8 @@ typedef struct qtts_model_params {
     int tokenizer_alt_regex; /* 1 = the Mistral-patched pre-split regex of transformers
                                 4.57 local loads instead of the stock Qwen2 one; default 0 */
     int load_codec;          /* 1 = also load speech_tokenizer/ (needed for audio); default 1 */
+    qtts_codec_weights codec_weights; /* the CPU codec decoder's vocoder format; default
+                                         QTTS_CODEC_F32 */
     int huge_pages;          /* 1 = the matrices read every frame (talker and code predictor
                                 layers and heads, as stored or quantised) are copied at load
                                 into one mapping advised for 2 MiB transparent huge pages

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---------------------------------------------------------------- config */
 
@@ -504,8 +505,60 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pa
     return QTTS_OK;
 }
 
+static void drop_q8(codec_decoder *d) {
+    conv_q8_w_free(&d->dec0_q);
+    for (int b = 0; b < CODEC_MAX_BLOCKS; b++) {
+        conv_q8_w_free(&d->blocks[b].tconv_q);
+        for (int r = 0; r < CODEC_N_RES; r++) {
+            conv_q8_w_free(&d->blocks[b].ru[r].conv1_q);
+            conv_q8_w_free(&d->blocks[b].ru[r].conv2_q);
+        }
+    }
+    d->q8 = 0;
+}
+
+qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e) {
+    drop_q8(d);
+    if (fmt == QTTS_CODEC_F32) return QTTS_OK;
+    if (fmt != QTTS_CODEC_Q8)
+        return err_set(e, QTTS_ERR_UNSUPPORTED, "codec decoder format %d is not implemented (f32 or q8)", fmt);
+    const char *pe = getenv("QTTS_CODEC_Q8_PARTS");
+    if (pe && *pe) parts = (unsigned)strtoul(pe, NULL, 0);
+    const codec_config *c = &d->cfg;
+    const int min_cin = parts & CODEC_Q8_ANY_WIDTH ? 1 : CODEC_Q8_MIN_CIN;
+    int ok = 1, any = 0;
+    if ((parts & CODEC_Q8_DEC0) && c->latent >= min_cin) {
+        ok &= conv_q8_w_make(&d->dec0_q, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
+        any = 1;
+    }
+    for (int b = 0; b < c->n_blocks && ok; b++) {
+        codec_block *bl = &d->blocks[b];
+        const int r2 = bl->rate * bl->cout;
+        /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
+        if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= min_cin) {
+            ok &= conv_q8_w_make(&bl->tconv_q, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
+            any = 1;
+        }
+        if (bl->cout < min_cin) continue;
+        for (int r = 0; r < CODEC_N_RES && ok; r++) {
+            codec_resunit *ru = &bl->ru[r];
+            if (parts & CODEC_Q8_CONV1)
+                ok &= conv_q8_w_make(&ru->conv1_q, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout, CODEC_CONV_K), any = 1;
+            if (parts & CODEC_Q8_CONV2)
+                ok &= conv_q8_w_make(&ru->conv2_q, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1), any = 1;
+        }
+    }
+    if (!ok) {
+        drop_q8(d);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8 codec decoder weights");
+    }
+    d->q8 = any;
+    return QTTS_OK;
+}
+
 void codec_decoder_free(codec_decoder *d) {
     if (!d) return;
+    drop_q8(d);
     cdv_free(d->dev);
     ops_free(&d->ops);
     for (int i = 0; i < d->n_owned; i++) free(d->owned[i]);
@@ -522,7 +575,20 @@ int64_t codec_decoder_weight_bytes(const codec_decoder *d) {
     return b;
 }
 
+int qtts_codec_weights_from_name(const char *name) {
+    if (!name) return -1;
+    if (!strcasecmp(name, "f32")) return QTTS_CODEC_F32;
+    if (!strcasecmp(name, "bf16")) return QTTS_CODEC_BF16;
+    if (!strcasecmp(name, "q8")) return QTTS_CODEC_Q8;
+    return -1;
+}
+
+const char *qtts_codec_weights_name(qtts_codec_weights w) {
+    return w == QTTS_CODEC_BF16 ? "bf16" : w == QTTS_CODEC_Q8 ? "q8" : "f32";
+}
+
 int codec_decoder_samples_per_frame(const codec_decoder *d) { return d->cfg.samples_per_frame; }
+int codec_decoder_n_blocks(const codec_decoder *d) { return d->cfg.n_blocks; }
 int codec_decoder_n_codebooks(const codec_decoder *d) { return d->cfg.n_q; }
 int codec_decoder_codebook_size(const codec_decoder *d) { return d->cfg.codebook_size; }
 int codec_decoder_sample_rate_hz(const codec_decoder *d) { return d->cfg.sample_rate_hz; }

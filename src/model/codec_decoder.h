@@ -32,8 +32,30 @@ typedef struct codec_stream codec_stream;   /* per-stream state: attention windo
 qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e);
 void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 
+/* Which convs the int8 format takes (a mask): decoder.0, the vocoder
+ * blocks' transposed convs, their residual units' K 7 dilated convs (conv1)
+ * and 1x1 convs (conv2); only those with CODEC_Q8_MIN_CIN input channels or
+ * more (narrower ones have little arithmetic, and a step's scale shared by
+ * few channels loses most). The default, conv1 alone (74 % of the convs'
+ * multiply-adds), is the largest set that keeps the waveform SNR >= 30 dB on
+ * the real-size synthetic codec (docs/BENCH.md "Codec decoder formats" has
+ * each set's figures). The environment variable QTTS_CODEC_Q8_PARTS (a
+ * number) replaces it, for measuring. */
+#define CODEC_Q8_DEC0 1u
+#define CODEC_Q8_TCONV 2u
+#define CODEC_Q8_CONV1 4u
+#define CODEC_Q8_CONV2 8u
+#define CODEC_Q8_ANY_WIDTH 16u /* also the convs under CODEC_Q8_MIN_CIN (tests: the small golden codecs) */
+#define CODEC_Q8_DEFAULT CODEC_Q8_CONV1
+#define CODEC_Q8_MIN_CIN 64
+/* Make the int8 forms of the convs in parts (fmt QTTS_CODEC_Q8), or drop
+ * them (QTTS_CODEC_F32); before any stream is made. QTTS_CODEC_BF16:
+ * QTTS_ERR_UNSUPPORTED. */
+qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e);
+
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
 int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */
+int codec_decoder_n_blocks(const codec_decoder *d);          /* vocoder blocks, 4 */
 int codec_decoder_codebook_size(const codec_decoder *d);     /* 2048 */
 int codec_decoder_sample_rate_hz(const codec_decoder *d);    /* 24000 */
 int64_t codec_decoder_weight_bytes(const codec_decoder *d);  /* bytes of the decoder.* tensors */

@@ -6,6 +6,7 @@
 #ifndef QTTS_MODEL_CODEC_DECODER_IMPL_H
 #define QTTS_MODEL_CODEC_DECODER_IMPL_H
 
+#include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "io/safetensors.h"
 #include "util/huge_arena.h"
@@ -81,6 +82,7 @@ typedef struct codec_resunit {
     codec_snake act2;      /* [C] */
     const float *conv2_w;  /* [C][C][1] */
     const float *conv2_b;  /* [C] */
+    conv_q8_w conv1_q, conv2_q; /* int8 forms (codec_decoder_set_format); q NULL: f32 */
 } codec_resunit;
 
 typedef struct codec_block {
@@ -90,6 +92,7 @@ typedef struct codec_block {
     const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv) */
     const float *tconv_b;  /* [cout] */
     codec_resunit ru[CODEC_N_RES];
+    conv_q8_w tconv_q;     /* int8 form of tconv_wc (stride * cout channels, 2 taps); q NULL: f32 */
 } codec_block;
 
 struct codec_decoder {
@@ -122,6 +125,8 @@ struct codec_decoder {
 
     const float *dec0_w;   /* [DD][LAT][7] causal */
     const float *dec0_b;   /* [DD] */
+    conv_q8_w dec0_q;      /* int8 form; q NULL: f32 */
+    int q8;                /* 1 when any conv has an int8 form (streams size a q8 scratch) */
     codec_block blocks[CODEC_MAX_BLOCKS];
     codec_snake final_act; /* [DD >> n_blocks] */
     const float *final_w;  /* [1][DD >> n_blocks][7] causal */

@@ -72,6 +72,7 @@ struct codec_stream {
     float *scores;            /* [window] */
     float *cv_tm;             /* [cap*UP][LAT] ConvNeXt, time-major */
     float *cv_mid;            /* [cap*UP][4*LAT] */
+    float *qscratch;          /* int8 convs' packed input (decoder with int8 stages), else NULL */
 };
 
 /* ---------------------------------------------------------------- sizes */
@@ -118,6 +119,8 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
         (size_t)n * c->head_dim,
         (size_t)c->window,
         nu * c->latent, nu * 4 * c->latent,
+        /* ops_conv_q8_scratch_bytes of any conv input [cin][t] (<= bigsz floats) fits in 2 bigsz floats */
+        s->d->q8 ? 2 * bigsz : 0,
     };
     float **ptrs[] = {
         &s->big[0], &s->big[1], &s->big[2],
@@ -129,6 +132,7 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
         &s->rope,
         &s->scores,
         &s->cv_tm, &s->cv_mid,
+        &s->qscratch,
     };
     const int np = (int)(sizeof sizes / sizeof sizes[0]);
     size_t total = 0;
@@ -327,11 +331,23 @@ static void to_channel_major(float *dst, int dst_stride, const float *src, int C
  * accumulated over i in order, older input first (the order of
  * ops_conv_transpose1d). */
 static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int x_stride, const float *w,
-                         const float *wc, const float *bias, int cout, int r, float *y, int y_stride, float *scratch) {
+                         const float *wc, const conv_q8_w *wq, const float *bias, int cout, int r, float *y,
+                         int y_stride, float *scratch, void *qscratch) {
     /* the full transposed conv over the m + 1 inputs, output window [r, r + m r) */
+    if (wq->q && ops_conv_transpose1d_q8_ctx(ops, x, cin, m + 1, x_stride, wq, cout, 2 * r, r, r, r + m * r, y,
+                                             y_stride, scratch, qscratch))
+        return;
     if (!ops_conv_transpose1d_conv_ctx(ops, x, cin, m + 1, x_stride, wc, cout, 2 * r, r, r, r + m * r, y, y_stride,
                                        scratch))
         ops_conv_transpose1d_ctx(ops, x, cin, m + 1, x_stride, w, bias, cout, 2 * r, r, 1, r, r + m * r, y, y_stride);
+}
+
+/* A stride-1 conv1d (groups 1) in the format the decoder holds for it: its
+ * int8 form when made (codec_decoder_set_format), else f32. */
+static void conv1d_fmt(const codec_stream *s, const float *x, int cin, int t_in, int x_stride, const conv_q8_w *q,
+                       const float *w, const float *b, int cout, int k, int dilation, float *y, int y_stride) {
+    if (q->q) ops_conv1d_q8_ctx(s->ops, x, cin, t_in, x_stride, q, dilation, y, y_stride, s->qscratch);
+    else ops_conv1d_ctx(s->ops, x, cin, t_in, x_stride, w, b, cout, k, 1, dilation, 1, y, y_stride);
 }
 
 /* LayerNorm over C of one time step (eps 1e-6; biased variance in double). */
@@ -496,7 +512,8 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
     ops_snake(s->ops, x, m, A + 1, 1 + m, bl->act.a, bl->act.inv_b, bl->cin, m);
     float *y = out; /* block output / residual stream [C][M] */
     /* x is consumed (A holds its activation): scratch for the transposed conv's phases */
-    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wc, bl->tconv_b, C, bl->rate, y, M, x);
+    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wc, &bl->tconv_q, bl->tconv_b, C, bl->rate, y,
+                 M, x, s->qscratch);
     tail_save(s->blk_tail[b], A, bl->cin, 1, m);
     float *tmp = x; /* free now: [C][M] fits in a big buffer */
     for (int r = 0; r < CODEC_N_RES; r++) {
@@ -504,10 +521,10 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
         const int hist = 6 * ru->dilation, ws = hist + M;
         tail_load(A, s->ru_tail[b][r], C, hist, M);
         ops_snake(s->ops, y, M, A + hist, ws, ru->act1.a, ru->act1.inv_b, C, M);
-        ops_conv1d_ctx(s->ops, A, C, ws, ws, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, 1, ru->dilation, 1, tmp, M);
+        conv1d_fmt(s, A, C, ws, ws, &ru->conv1_q, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, ru->dilation, tmp, M);
         tail_save(s->ru_tail[b][r], A, C, hist, M);
         ops_snake(s->ops, tmp, M, tmp, M, ru->act2.a, ru->act2.inv_b, C, M);
-        ops_conv1d_ctx(s->ops, tmp, C, M, M, ru->conv2_w, ru->conv2_b, C, 1, 1, 1, 1, A, M);
+        conv1d_fmt(s, tmp, C, M, M, &ru->conv2_q, ru->conv2_w, ru->conv2_b, C, 1, 1, A, M);
         ops_add_ctx(s->ops, y, A, (size_t)C * M);
     }
 }
@@ -577,7 +594,7 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
     /* decoder.0: causal conv K 7, b0 [LAT][6 + m] -> b1 [DD][m] */
     if (stage_run(&sc)) {
         tail_load(b0, s->dec0_tail, LAT, 6, m);
-        ops_conv1d_ctx(s->ops, b0, LAT, 6 + m, 6 + m, d->dec0_w, d->dec0_b, c->decoder_dim, CODEC_CONV_K, 1, 1, 1, b1, m);
+        conv1d_fmt(s, b0, LAT, 6 + m, 6 + m, &d->dec0_q, d->dec0_w, d->dec0_b, c->decoder_dim, CODEC_CONV_K, 1, b1, m);
         tail_save(s->dec0_tail, b0, LAT, 6, m);
     }
     stage_out(s, &sc, "decoder0_out", b1, c->decoder_dim, m, m);

@@ -224,6 +224,39 @@ static void check_streaming(const char *tag, codec_stream *s, const int32_t *cod
     printf("# streaming %s: %d/%d splits bit-identical to one pass\n", tag, n_ok, n_tot);
 }
 
+/* The int8 format (every conv, the golden codec's narrow ones included):
+ * the int8 path runs (the PCM differs from f32's, stays finite), and any
+ * chunking gives the bits of one pass, as in f32. */
+static void check_q8_streaming(const char *dir_arg) {
+    char codec_dir[4096]; /* test_path's buffer is reused below */
+    snprintf(codec_dir, sizeof codec_dir, "%s", dir_arg);
+    codec_decoder *d = NULL;
+    qtts_error e = {0};
+    int T;
+    const int nq = 16, spf = 1920;
+    int32_t *codes = load_codes(test_path("golden/data/custom_voice/golden/codec_long/codes.npy"), &T, nq);
+    if (!codes) return;
+    if (T > 40) T = 40;
+    const size_t ns = (size_t)T * spf;
+    float *f = malloc(ns * sizeof(float)), *q = malloc(ns * sizeof(float));
+    codec_stream *s = NULL;
+    int ok = codec_decoder_load(&d, codec_dir, 1, &e) == QTTS_OK && codec_decode(d, codes, T, f, &e) == QTTS_OK &&
+             codec_decoder_set_format(d, QTTS_CODEC_Q8, 15u | CODEC_Q8_ANY_WIDTH, &e) == QTTS_OK &&
+             codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
+    CHECK("q8/decode", ok, "%s", e.msg);
+    if (ok) {
+        int finite = 1;
+        for (size_t i = 0; i < ns; i++) finite &= isfinite(q[i]);
+        CHECK("q8/int8_path_runs", finite && memcmp(f, q, ns * sizeof(float)) != 0,
+              "the q8 decoder's PCM is %s", finite ? "the f32 decoder's" : "not finite");
+        check_streaming("q8", s, codes, T, q, spf, nq, 3);
+        CHECK("q8/back_to_f32", codec_decoder_set_format(d, QTTS_CODEC_F32, 0, &e) == QTTS_OK, "%s", e.msg);
+    }
+    codec_stream_free(s);
+    codec_decoder_free(d);
+    free(f), free(q), free(codes);
+}
+
 /* One golden run. */
 static void check_run(const codec_decoder *d, const char *cas, const char *run, const json_t *info) {
     const int nq = codec_decoder_n_codebooks(d), spf = codec_decoder_samples_per_frame(d);
@@ -590,6 +623,7 @@ int main(void) {
         if (ci == 0) {
             check_errors(d);
             check_huge_pages_same_pcm(d, test_path("golden/data/%s/speech_tokenizer", cas));
+            check_q8_streaming(test_path("golden/data/%s/speech_tokenizer", cas));
         }
         codec_decoder_free(d);
         json_decref(man);

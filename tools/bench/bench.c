@@ -92,6 +92,8 @@ typedef struct bench_opts {
     int no_huge_pages;         /* 1 = qtts_model_params.huge_pages 0 (weights in place, 4 KiB pages) */
     const char *quality_cases; /* suite: cases of the quality arm (NULL = all of --cases) */
     bench_backend backend;     /* --backend / --device (zero = the library default) */
+    const char *codec_weights[BENCH_MAX_LIST]; /* --codec-weights LIST */
+    int n_codec_weights;
 } bench_opts;
 
 static char *list_buf[64];
@@ -171,6 +173,7 @@ void bench_help(FILE *f) {
             "      --backend cpu|vulkan  where the LM and codec decoder run (default: cpu, or $QTTS_BACKEND); on a\n"
             "                          GPU backend the reports add the GPU time per phase and device memory\n"
             "      --device N          the backend's device index (default 0, or $QTTS_DEVICE)\n"
+            "      --codec-weights LIST  the codec decoder's format(s), crossed with -w: f32 (default), q8\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
@@ -184,7 +187,11 @@ void bench_help(FILE *f) {
             "  A synthetic checkpoint with the real geometry, names and dtypes (random weights).\n\n"
             "qtts-bench quality -m DIR [-w LIST] [--ref native] [--cases LIST] [--frames N] [--asr-cmd 'CMD {wav}']\n"
             "  Teacher-forced code agreement per codebook, log-mel correlation and waveform SNR against\n"
-            "  the reference path; speaker similarity (Base); WER through the recogniser command.\n\n"
+            "  the reference path; speaker similarity (Base); WER through the recogniser command.\n"
+            "qtts-bench quality -m DIR --codec-weights LIST [--frames N]\n"
+            "  The codec decoder alone in each format against f32 on the same codes (DIR/golden/*/codes.npy\n"
+            "  and N random frames, default 100): waveform SNR, log-mel correlation and L1 per case; exit 1\n"
+            "  when a case is under 30 dB or 0.999.\n\n"
             "qtts-bench compare A.json B.json [--metric rtf] [--ignore weights,threads,model,decode]\n"
             "  Cases matched pairwise: per-case deltas, median, mean and weighted change, faster/slower.\n\n"
             "qtts-bench wer REF HYP      normalised WER of two strings\n"
@@ -264,6 +271,14 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("--asr-cmd", "--asr-cmd")) o->asr_cmd = v;
         else if (OPT("--ref", "--ref")) o->ref_weights = v;
         else if (OPT("--quality-cases", "--quality-cases")) o->quality_cases = v;
+        else if (OPT("--codec-weights", "--codec-weights")) {
+            o->n_codec_weights = split_list(v, o->codec_weights, BENCH_MAX_LIST);
+            for (int k = 0; k < o->n_codec_weights; k++)
+                if (qtts_codec_weights_from_name(o->codec_weights[k]) < 0) {
+                    fprintf(stderr, "qtts-bench: --codec-weights takes f32, bf16, q8 (got '%s')\n", o->codec_weights[k]);
+                    return -1;
+                }
+        }
         else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) o->quiet = 1;
         else {
             fprintf(stderr, "qtts-bench: unknown or incomplete option '%s' (see qtts-bench help)\n", a);
@@ -372,6 +387,7 @@ typedef struct loaded {
     qtts_model *model;
     int device;         /* device index it was loaded with */
     const char *weights;
+    const char *codec;  /* codec_weights name */
     int n_threads;
     double load_ms;
     char err[512];
@@ -445,15 +461,22 @@ static int run_speed(const bench_opts *o, bench_report *r) {
     int any_ok = 0;
     for (int mi = 0; mi < o->n_models; mi++) {
         const char *dir = o->models[mi];
-        const int nl = o->n_weights * o->n_threads;
+        /* --codec-weights crossed with -w (f32 alone when not given) */
+        const int ncw = o->n_codec_weights > 0 ? o->n_codec_weights : 1;
+        const int nl = o->n_weights * ncw * o->n_threads;
         loaded *L = calloc((size_t)nl, sizeof *L);
         if (!L) return -1;
         for (int wi = 0; wi < o->n_weights; wi++)
+            for (int xi = 0; xi < ncw; xi++)
             for (int ti = 0; ti < o->n_threads; ti++) {
-                loaded *l = &L[wi * o->n_threads + ti];
+                loaded *l = &L[(wi * ncw + xi) * o->n_threads + ti];
                 qtts_model_params mp = qtts_model_default_params();
                 const char *canon = o->weights[wi];
                 bench_parse_weights(o->weights[wi], &mp.weights, &canon);
+                mp.codec_weights = o->n_codec_weights > 0
+                                       ? (qtts_codec_weights)qtts_codec_weights_from_name(o->codec_weights[xi])
+                                       : QTTS_CODEC_F32;
+                l->codec = qtts_codec_weights_name(mp.codec_weights);
                 mp.n_threads = o->threads[ti];
                 mp.huge_pages = !o->no_huge_pages;
                 mp.log = log_ignore;
@@ -462,8 +485,8 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 l->weights = canon;
                 l->n_threads = o->threads[ti];
                 if (!o->quiet)
-                    fprintf(stderr, "loading %s (%s, %d threads, backend %s device %d)\n", dir, canon, mp.n_threads,
-                            qtts_backend_name(mp.backend), mp.device);
+                    fprintf(stderr, "loading %s (%s, codec %s, %d threads, backend %s device %d)\n", dir, canon,
+                            l->codec, mp.n_threads, qtts_backend_name(mp.backend), mp.device);
                 const double t0 = tool_now_ms();
                 qtts_status st = qtts_model_load(&l->model, dir, &mp, l->err, sizeof l->err);
                 l->load_ms = tool_now_ms() - t0;
@@ -507,6 +530,7 @@ static int run_speed(const bench_opts *o, bench_report *r) {
                 loaded *l = &L[cfg_model[j]];
                 fill_record_model(rec, dir, l->model, l->device);
                 snprintf(rec->weights, sizeof rec->weights, "%s", cfg[j].weights_name);
+                snprintf(rec->codec_weights, sizeof rec->codec_weights, "%s", l->codec ? l->codec : "f32");
                 rec->n_threads = cfg[j].n_threads;
                 rec->first_chunk = cfg[j].first_chunk;
                 rec->chunk = cfg[j].chunk;
@@ -700,6 +724,14 @@ int cmd_quality(int argc, char **argv) {
     quality_options qo = {o.ref_weights, o.asr_cmd, o.frames > 0 ? o.frames : 8, o.threads[o.n_threads - 1],
                           o.seed, NULL, o.backend};
     int rc = 0;
+    if (o.n_codec_weights) { /* the codec arm: the decoder alone, against f32 on the same codes */
+        for (int mi = 0; mi < o.n_models; mi++)
+            if (quality_codec_run(o.models[mi], o.codec_weights, o.n_codec_weights, o.frames > 0 ? o.frames : 100,
+                                  o.threads[o.n_threads - 1], o.seed, stdout) != 0)
+                rc = 1;
+        report_free(&r);
+        return rc;
+    }
     for (int mi = 0; mi < o.n_models; mi++)
         if (quality_run(o.models[mi], o.weights, o.n_weights, o.cases, o.n_cases, &qo, &r)) rc = 1;
     r.total_s = (tool_now_ms() - t0) / 1000.0;

@@ -316,6 +316,7 @@ typedef struct bench_record {
     int64_t talker_bytes, predictor_bytes, codec_bytes, n_params;
     int64_t weights_in_use;   /* qtts_model_info.weight_bytes_in_use (0 = unknown) */
     char weights[16];         /* weight format name asked for */
+    char codec_weights[8];    /* the codec decoder's format (f32, bf16, q8; "" in older reports = f32) */
     int n_threads, first_chunk, chunk;
     char mode[16];            /* text mode name */
     char decode[16];          /* decode placement: inline, worker, none ("" in older reports) */
@@ -410,6 +411,17 @@ int quality_run(const char *model_dir, const char *const *weights, int n_weights
  * waveforms over their common length; waveform SNR in dB of test against ref. */
 double quality_logmel_corr(const float *a, const float *b, size_t n);
 double quality_snr_db(const float *ref, const float *test, size_t n);
+/* Mean |difference| of the two natural-log mel spectrograms (the floor of
+ * quality_logmel_corr), per band and frame. */
+double quality_logmel_l1(const float *a, const float *b, size_t n);
+/* The codec arm: the codec decoder in each format of codec_weights against
+ * f32 on the same codes (every DIR/golden/<run>/codes.npy, and random codes
+ * of `frames` frames, seeded): waveform SNR, log-mel correlation and L1 per
+ * case, as a markdown table on out. Returns the number of (format, case)
+ * pairs below the acceptance (SNR >= 30 dB, log-mel correlation >= 0.999),
+ * or -1 on error. */
+int quality_codec_run(const char *model_dir, const char *const *codec_weights, int n, int frames, int n_threads,
+                      uint64_t seed, FILE *out);
 double quality_cosine(const float *a, const float *b, int n);
 /* Speaker embedding of 24 kHz audio through the Base model's speaker encoder
  * (qtts_voice_from_pcm + the documented voice file layout). Returns the

@@ -113,6 +113,23 @@ double quality_logmel_corr(const float *a, const float *b, size_t n) {
     return r;
 }
 
+double quality_logmel_l1(const float *a, const float *b, size_t n) {
+    int na, nb;
+    double *ma = logmel(a, n, &na), *mb = logmel(b, n, &nb);
+    double r = NAN;
+    if (ma && mb && na > 0 && na == nb) {
+        const size_t k = (size_t)na * MEL_BANDS;
+        double peak = -1e300, s = 0;
+        for (size_t i = 0; i < k; i++) peak = fmax(peak, fmax(ma[i], mb[i]));
+        const double floor_log = peak - 80.0 / 20.0 * log(10.0); /* the floor of quality_logmel_corr */
+        for (size_t i = 0; i < k; i++) s += fabs(fmax(ma[i], floor_log) - fmax(mb[i], floor_log));
+        r = s / k;
+    }
+    free(ma);
+    free(mb);
+    return r;
+}
+
 double quality_snr_db(const float *ref, const float *test, size_t n) {
     double s = 0, e = 0;
     for (size_t i = 0; i < n; i++) {

@@ -258,12 +258,16 @@ static void write_md(const bench_report *r, FILE *f) {
     }
     for (int i = 0; i < r->n_rec; i++) {
         const bench_record *rec = &r->rec[i];
-        char head[512], isa[64];
+        char head[512], isa[64], wname[40];
+        /* the codec decoder's format beside the LM's when it is not f32 */
+        if (rec->codec_weights[0] && strcmp(rec->codec_weights, "f32"))
+            snprintf(wname, sizeof wname, "%s, codec %s", rec->weights, rec->codec_weights);
+        else snprintf(wname, sizeof wname, "%s", rec->weights);
         /* on a GPU backend the CPU kernels still run the codec decoder */
         if (on_gpu(rec)) snprintf(isa, sizeof isa, "%s + %s", rec->backend, rec->kernels);
         else snprintf(isa, sizeof isa, "%s", rec->kernels);
         snprintf(head, sizeof head, "| %s%s (%s %s) | %s (%s) | %s | %d | %d/%d | %s | %s | %s |", rec->model_name,
-                 rec->synthetic ? " *synthetic*" : "", rec->size_name, rec->type_name, rec->weights,
+                 rec->synthetic ? " *synthetic*" : "", rec->size_name, rec->type_name, wname,
                  rec->weight_dtype, isa, rec->n_threads, rec->first_chunk, rec->chunk, rec->mode,
                  rec->decode[0] ? rec->decode : "-", rec->case_name);
         if (rec->error[0] && rec->n_runs == 0) {
@@ -404,6 +408,7 @@ static json_t *report_json(const bench_report *r) {
         json_object_set_new(o, "chunk_frames", json_integer(rec->chunk));
         json_object_set_new(o, "mode", json_string(rec->mode));
         json_object_set_new(o, "decode", json_string(rec->decode));
+        json_object_set_new(o, "codec_weights", json_string(rec->codec_weights[0] ? rec->codec_weights : "f32"));
         json_object_set_new(o, "case", json_string(rec->case_name));
         json_object_set_new(o, "length", json_string(rec->length));
         json_object_set_new(o, "language", json_string(rec->language));
@@ -636,6 +641,7 @@ int report_read_json(const char *path, bench_report *r, char *err, size_t es) {
         jstr(o, "isa", rec->kernels, sizeof rec->kernels);
         jstr(o, "mode", rec->mode, sizeof rec->mode);
         jstr(o, "decode", rec->decode, sizeof rec->decode);
+        jstr(o, "codec_weights", rec->codec_weights, sizeof rec->codec_weights);
         jstr(o, "case", rec->case_name, sizeof rec->case_name);
         jstr(o, "length", rec->length, sizeof rec->length);
         jstr(o, "language", rec->language, sizeof rec->language);

@@ -116,6 +116,13 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
             if (!strcmp(a, "--weights")) o->weights = t;
             else o->predictor_weights = t;
         }
+        else if (!strcmp(a, "--codec-weights")) {
+            NEED();
+            if ((o->codec_weights = qtts_codec_weights_from_name(v)) < 0) {
+                fprintf(stderr, "qtts: --codec-weights must be f32, bf16 or q8, got \"%s\"\n", v);
+                return EXIT_USAGE;
+            }
+        }
         else if (!strcmp(a, "--ref-audio")) { NEED(); o->ref_audio = v; }
         else if (!strcmp(a, "--ref-text")) { NEED(); o->ref_text = v; }
         else if (!strcmp(a, "--ref-text-ids")) { NEED(); o->ref_text_ids = v; }

@@ -55,6 +55,7 @@ typedef struct cli_opts {
     int n_threads;
     int weights;             /* qtts_weight_type for the talker (and predictor) */
     int predictor_weights;   /* qtts_weight_type, -1 = same */
+    int codec_weights;       /* qtts_codec_weights of the codec decoder */
     int quiet;
     int alt_regex;
     int no_huge_pages;       /* 1: qtts_model_params.huge_pages = 0 */

@@ -83,6 +83,7 @@ int cmd_decode(int argc, char **argv, int first) {
     cli_apply_backend(&o, &mp);
     mp.huge_pages = !o.no_huge_pages;
     mp.load_codec = 1;
+    mp.codec_weights = (qtts_codec_weights)o.codec_weights;
     qtts_model *m = NULL;
     qtts_context *ctx = NULL;
     int32_t *codes = NULL;

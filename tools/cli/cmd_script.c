@@ -287,6 +287,7 @@ int cmd_script(int argc, char **argv, int first) {
         mp.weights = (qtts_weight_type)o.weights;
         mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
         mp.huge_pages = !o.no_huge_pages;
+        mp.codec_weights = (qtts_codec_weights)o.codec_weights;
         mp.log = log_stderr;
         mp.log_user = &o.quiet;
         char err[1024];

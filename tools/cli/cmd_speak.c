@@ -137,6 +137,7 @@ int cmd_speak(int argc, char **argv, int first) {
     mp.weights = (qtts_weight_type)o.weights;
     mp.predictor_weights = (qtts_weight_type)o.predictor_weights;
     mp.tokenizer_alt_regex = o.alt_regex;
+    mp.codec_weights = (qtts_codec_weights)o.codec_weights;
     mp.huge_pages = !o.no_huge_pages;
     mp.load_codec = want_audio || (o.ref_audio && !o.xvector_only);
     mp.log = log_stderr;

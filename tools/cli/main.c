@@ -83,6 +83,8 @@ void cli_usage(void) {
         "  --weights native|q8|q4     talker (and code predictor) matrices in memory: as stored (BF16), int8 or\n"
         "                             int4, quantised at load (default native)\n"
         "  --predictor-weights F      the code predictor's format when it should differ (default: as --weights)\n"
+        "  --codec-weights f32|q8     the codec decoder's vocoder convolutions on the CPU: f32 (default, matches\n"
+        "                             the official decoder) or int8 (faster; docs/BENCH.md has what the audio loses)\n"
         "  --cast NAME=VOICE,...      qtts script: who speaks each name (repeatable)\n"
         "  --alt-regex                tokenizer: transformers-4.57 local-folder split regex instead of the stock Qwen2 one\n"
         "  --no-huge-pages            read stored weights in place from the file mapping instead of copying them into\n"

@@ -24,6 +24,7 @@ static void usage(void) {
         "  --threads N                compute threads (default: all CPUs)\n"
         "  --weights native|q8|q4     talker and code-predictor matrices in memory: as stored (BF16), int8 or\n"
         "                             int4 blocks quantised at load (default native)\n"
+        "  --codec-weights f32|q8     the codec decoder's vocoder convolutions: f32 (default) or int8\n"
         "  --backend cpu|vulkan       where the language model and the codec decoder run (default: cpu, or\n"
         "                             $QTTS_BACKEND); the voice-cloning encoders run on the CPU either way\n"
         "  --device N                 the backend's device index (default 0, or $QTTS_DEVICE)\n"
@@ -93,7 +94,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--loadgen")) return loadgen_main(argc, argv);
     server_config cfg = server_default_config();
     cfg.max_frames = 4096;
-    const char *model_dir = NULL, *port_file = NULL, *weights = "native", *backend = NULL;
+    const char *model_dir = NULL, *port_file = NULL, *weights = "native", *backend = NULL, *codec_weights = "f32";
     long device = -1; /* -1: the library default */
     long n_threads = sysconf(_SC_NPROCESSORS_ONLN);
     if (n_threads < 1) n_threads = 1;
@@ -147,6 +148,7 @@ int main(int argc, char **argv) {
         STR_OPT("--host", cfg.host)
         STR_OPT("--port-file", port_file)
         STR_OPT("--weights", weights)
+        STR_OPT("--codec-weights", codec_weights)
         STR_OPT("--backend", backend)
         INT_OPT("--device", 0, 1023, device)
         STR_OPT("--api-key", cfg.api_key)
@@ -220,6 +222,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "qtts-server: --weights must be native, q8 or q4 (got '%s')\n", weights);
         return 2;
     }
+    const int cw = qtts_codec_weights_from_name(codec_weights);
+    if (cw < 0) {
+        fprintf(stderr, "qtts-server: --codec-weights must be f32, bf16 or q8 (got '%s')\n", codec_weights);
+        return 2;
+    }
+    mp.codec_weights = (qtts_codec_weights)cw;
     if (backend) {
         const int b = qtts_backend_from_name(backend);
         if (b < 0) {

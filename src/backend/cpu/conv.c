@@ -240,11 +240,16 @@ int ops_conv_transpose1d_conv_ctx(const ops_ctx *c, const float *x, int cin, int
     const float *bias = wc + (size_t)cc * cin * kk;
     conv1d_any(c, c ? c->k : default_kernels(), x + u0, cin, nu + kk - 1, x_stride, wc, bias, cc, kk, 1, 1, 1,
                scratch, nu);
-    interleave_job j = {scratch, y, cout, nu, stride, y_stride};
-    const long long bytes = (long long)cc * nu * (long long)sizeof(float);
+    ops_conv_interleave_ctx(c, scratch, y, cout, nu, stride, y_stride);
+    return 1;
+}
+
+void ops_conv_interleave_ctx(const ops_ctx *c, const float *yc, float *y, int cout, int nu, int stride,
+                             int y_stride) {
+    interleave_job j = {yc, y, cout, nu, stride, y_stride};
+    const long long bytes = (long long)stride * cout * nu * (long long)sizeof(float);
     const int nt = c ? c->n_threads : 1;
     if (nt > 1 && bytes >= (1 << 18)) ops_parallel(c, interleave_task, &j, nt * 2 < cout ? nt * 2 : cout);
     else interleave_range(&j, 0, cout);
-    return 1;
 }
 

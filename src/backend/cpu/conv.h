@@ -71,6 +71,12 @@ int ops_conv_transpose1d_conv_ctx(const ops_ctx *c, const float *x, int cin, int
                                   int cout, int k, int stride, int t0, int t1, float *y, int y_stride,
                                   float *scratch);
 
+/* y[o][u stride + p] = yc[p cout + o][u] for o < cout, u < nu, p < stride:
+ * the interleave of ops_conv_transpose1d_conv_ctx (output channels split
+ * over the context's threads when large; c may be NULL). */
+void ops_conv_interleave_ctx(const ops_ctx *c, const float *yc, float *y, int cout, int nu, int stride,
+                             int y_stride);
+
 /* Output phase p of a transposed conv (outputs t = q stride + p over the
  * window [t0, t1)): M taps per output, the window's q range [qa, qb) and its
  * interior [ia, ib), where all M input steps exist (the SIMD kernels' tiles;

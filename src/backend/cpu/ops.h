@@ -113,6 +113,20 @@ typedef struct ops_conv_args {
     int ph_len;           /* steps per phase row of xph */
 } ops_conv_args;
 
+/* Arguments of one int8 convolution (conv_q8.h): stride 1, groups 1. */
+typedef struct ops_conv_q8_args {
+    const uint8_t *xq;    /* [cin4 / 4][xq_stride][4]: q + 128 of 4 input channels per step */
+    const float *sx;      /* [t_in] per-step activation scales */
+    int cin4, t_in, xq_stride; /* input channels rounded up to 4, valid steps, steps per row */
+    const int8_t *w;      /* [cout][k][cin4] */
+    const float *sw;      /* [cout][k] weight scales per output channel and tap */
+    const int32_t *wsum;  /* [cout][k] 128 * sum over input channels of w (VNNI's + 128 undone) */
+    const float *bias;    /* [cout] or NULL */
+    int cout, k, dilation;
+    float *y;             /* [cout][y_stride], t_out = t_in - dilation (k - 1) steps */
+    int y_stride;
+} ops_conv_q8_args;
+
 /* Kernel table: one per ISA, the scalar one always present. */
 typedef struct ops_kernels {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
@@ -138,6 +152,10 @@ typedef struct ops_kernels {
     /* Output channels [o0, o1) of a convolution (conv.h). */
     void (*conv1d)(const ops_conv_args *a, int o0, int o1);
     void (*conv_transpose1d)(const ops_conv_args *a, int o0, int o1);
+    /* int8 conv1d over output channels [o0, o1) and the packing of its f32
+     * input (conv_q8.h); every table gives the same bits (integer sums) */
+    void (*conv1d_q8)(const ops_conv_q8_args *a, int o0, int o1);
+    void (*conv_q8_pack)(const float *x, int cin, int t_in, int x_stride, uint8_t *xq, int xq_stride, float *sx);
     /* y[t] = x[t] + inv_b * sin(a x[t])^2 over T steps (SnakeBeta, in place allowed) */
     void (*snake)(float *y, const float *x, int T, float a, float inv_b);
     /* g[i] = silu(g[i]) u[i] over n elements (SwiGLU); each element's result

@@ -62,6 +62,7 @@ static void init_once(void) {
         g_avx2.matmul = matmul_avx2;
         ops_fill_avx2(&g_avx2);
         conv_fill_avx2(&g_avx2);
+        conv_q8_fill_avx2(&g_avx2);
     }
     if (g_cpu.avx512) {
         /* integer kernels need VNNI: without it the AVX2 ones serve */
@@ -70,6 +71,7 @@ static void init_once(void) {
         g_avx512.matmul = matmul_avx512;
         ops_fill_avx512(&g_avx512, g_cpu.avx512_vnni, g_cpu.avx512_bf16);
         conv_fill_avx512(&g_avx512);
+        if (g_cpu.avx512_vnni) conv_q8_fill_avx512(&g_avx512);
     }
 #endif
 #if defined(__aarch64__)

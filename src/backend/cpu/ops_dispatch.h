@@ -36,6 +36,9 @@ void ops_fill_avx2(ops_kernels *k);
 void ops_fill_avx512(ops_kernels *k, int vnni, int bf16);
 void conv_fill_avx2(ops_kernels *k);
 void conv_fill_avx512(ops_kernels *k);
+/* the int8 convolutions (conv_q8.h); AVX-512 only with VNNI */
+void conv_q8_fill_avx2(ops_kernels *k);
+void conv_q8_fill_avx512(ops_kernels *k);
 void ops_fill_neon(ops_kernels *k);
 
 #endif

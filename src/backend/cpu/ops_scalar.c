@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
@@ -146,6 +147,8 @@ static const ops_kernels scalar_kernels = {
     .axpy = axpy_scalar,
     .conv1d = conv1d_scalar,
     .conv_transpose1d = conv_transpose1d_scalar,
+    .conv1d_q8 = conv1d_q8_scalar,
+    .conv_q8_pack = conv_q8_pack_scalar,
     .snake = snake_scalar,
     .swiglu = ops_swiglu,
 };
