@@ -117,20 +117,14 @@ static const char *format_name(qtts_weight_type t) {
     return t == QTTS_WEIGHTS_Q8 ? "q8" : t == QTTS_WEIGHTS_Q4 ? "q4" : "native";
 }
 
-/* Put a per-frame matrix that points into the mmap in its in-memory format t
- * (quantised, or as stored), in the huge-page arena when there is one, then
- * let the kernel drop the source pages from this process (they were only
- * read to copy or quantise), so resident memory holds each matrix once. */
+/* Put a per-frame matrix that points into the mmap in its in-memory format t:
+ * as stored, left in place; quantised, in the huge-page arena when there is
+ * one, and the source pages dropped from this process (they were only read
+ * to quantise), so resident memory holds each matrix once. */
 static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, wcache_writer *wr, qtts_error *e) {
     if (t == QTTS_WEIGHTS_NATIVE) {
+        /* as stored: read in place from the file mapping (advised for huge pages) */
         if (wr) wcache_put(wr, w);
-        /* as stored: a copy in the arena if there is one, the file's pages dropped */
-        const size_t nb = (size_t)w->rows * w->cols * dtype_size(w->dtype);
-        void *p = huge_arena_copy(&m->weights_arena, w->data, nb);
-        if (p) {
-            st_release(&m->st, w->data, nb);
-            w->data = p;
-        }
         return QTTS_OK;
     }
     qt_mat q;
@@ -150,10 +144,9 @@ static qtts_status quantize_mat(qtts_model *m, qt_mat *w, qtts_weight_type t, wc
     return QTTS_OK;
 }
 
-/* An upper bound of the arena bytes of w in format t: as stored, or quantised. */
+/* An upper bound of the arena bytes of w in format t (as stored: none, read in place). */
 static size_t arena_bytes_max(const qt_mat *w, qtts_weight_type t) {
-    if (t == QTTS_WEIGHTS_NATIVE) return (size_t)w->rows * w->cols * dtype_size(w->dtype) + 64;
-    return qmat_quant_bytes_max(w->rows, w->cols);
+    return t == QTTS_WEIGHTS_NATIVE ? 0 : qmat_quant_bytes_max(w->rows, w->cols);
 }
 
 /* The per-frame matrices in load order, with the format each is kept in
@@ -242,20 +235,13 @@ static qtts_status quantize_model(qtts_model *m, qtts_error *e) {
         } else {
             char why[4600];
             qtts_status st = QTTS_OK;
-            /* native matrices in a mixed-format cache still go to the arena */
-            if (m->params.huge_pages) {
-                size_t reserve = 0;
-                for (int i = 0; i < n; i++)
-                    if (ts[i] == QTTS_WEIGHTS_NATIVE) reserve += arena_bytes_max(ms[i], ts[i]);
-                if (reserve) (void)huge_arena_reserve(&m->weights_arena, reserve);
-            }
             if (use_cache(m, m->cache_path, key, ms, ts, n, why, sizeof why, e, &st)) {
                 snprintf(m->cache_status, sizeof m->cache_status, "mapped %s", m->cache_path);
-                huge_arena_trim(&m->weights_arena);
+                /* read in place, like the checkpoint: 2 MiB page-cache folios mapped whole */
+                if (m->params.huge_pages) huge_advise(m->wcache.map, m->wcache.len);
                 free(ms), free(ts);
                 return st;
             }
-            huge_arena_release(&m->weights_arena);
             model_log(m, QTTS_LOG_INFO, "prepared-weights cache: %s; preparing the weights", why);
             if (wcache_begin(&wr, m->cache_path, key, n) == 0) wrp = &wr;
             else
@@ -401,6 +387,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
     if ((s = config_load(&m->cfg, dir, &e))) goto fail;
     if ((s = gen_config_load(&m->gen, dir, &e))) goto fail;
     if ((s = st_open(&m->st, dir, &e))) goto fail;
+    if (m->params.huge_pages && m->params.backend == QTTS_BACKEND_CPU) st_advise_huge(&m->st);
     if ((s = talker_load(&m->talker, &m->st, &m->cfg, &e)) || (s = cp_load(&m->cp, &m->st, &m->cfg, &e))) {
         err_prefix(&e, "%s: ", dir);
         goto fail;
@@ -417,7 +404,15 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
     if (m->params.load_codec) {
         char sdir[4096];
         snprintf(sdir, sizeof sdir, "%s/speech_tokenizer", dir);
-        if ((s = codec_decoder_load(&m->codec, sdir, m->params.huge_pages, &e))) goto fail;
+        /* the packed transposed convs in the prepared-weights cache too (any format or backend) */
+        char cpath[4096] = "", cstat[4200];
+        if (m->params.cache_dir && *m->params.cache_dir &&
+            wcache_path(m->params.cache_dir, dir, "codec", "tconv", "f32", cpath, sizeof cpath))
+            cpath[0] = 0;
+        if ((s = codec_decoder_load_cached(&m->codec, sdir, m->params.huge_pages, cpath[0] ? cpath : NULL, cstat,
+                                           sizeof cstat, &e)))
+            goto fail;
+        model_log(m, QTTS_LOG_INFO, "codec decoder prepared-weights cache: %s", cstat);
         /* the decoder runs beside generation (its own worker thread): half the threads, at least one;
          * measured on 2 cores: 2 decoder threads competing with generation were slower than 1 */
         codec_decoder_set_threads(m->codec, m->params.n_threads / 2 > 1 ? m->params.n_threads / 2 : 1);

@@ -53,4 +53,16 @@ void huge_arena_release(huge_arena *a);
  * with free(). */
 void *huge_buf_alloc(size_t n);
 
+/* Advise a file mapping of n bytes at p (page aligned; read in place) for
+ * transparent huge pages: the kernel then reads the file into 2 MiB
+ * page-cache folios and maps those whole (FilePmdMapped in smaps), where the
+ * filesystem supports large folios (ext4, xfs, tmpfs on Linux 6.x) and the
+ * mapping starts on a 2 MiB boundary (mmap gives one for files of 2 MiB and
+ * more). Later launches map the cached folios whole, with no copy and no
+ * zeroing. Measured on ext4, Linux 6.18: a 446 MB file maps and faults in
+ * 2-6 ms when its cache is in 2 MiB folios, 42-58 ms in 4 KiB ones. Pages
+ * already cached in 4 KiB folios stay so until the kernel evicts them.
+ * A refusal (THP off) changes nothing. */
+void huge_advise(const void *p, size_t n);
+
 #endif
