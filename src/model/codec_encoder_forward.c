@@ -35,9 +35,10 @@ static void transpose(float *dst, const float *src, int rows, int cols) {
 /* Mimi causal conv (MimiConv1d, use_causal_conv): x [cin][t_in] is padded
  * with k_eff - stride frames on the left and stride * ceil(t_in / stride) -
  * t_in on the right (zeros, or the edge frames when replicate), optionally
- * passed through ELU first. Returns y [cout][ceil(t_in / stride)] malloc'ed,
- * or NULL when out of memory. */
-static float *conv_mimi(const enc_conv *cv, const float *x, int t_in, int elu_first, int replicate, int *t_out) {
+ * passed through ELU first; the conv on ops's threads. Returns y
+ * [cout][ceil(t_in / stride)] malloc'ed, or NULL when out of memory. */
+static float *conv_mimi(const ops_ctx *ops, const enc_conv *cv, const float *x, int t_in, int elu_first, int replicate,
+                        int *t_out) {
     const int s = cv->stride, keff = (cv->k - 1) * cv->dilation + 1;
     const int pad_l = keff - s;
     const int n_out = (t_in + s - 1) / s;
@@ -65,7 +66,7 @@ static float *conv_mimi(const enc_conv *cv, const float *x, int t_in, int elu_fi
         }
         xin = xp;
     }
-    ops_conv1d(xin, cv->cin, tp, tp, cv->w, cv->b, cv->cout, cv->k, s, cv->dilation, 1, y, n_out);
+    ops_conv1d_ctx(ops, xin, cv->cin, tp, tp, cv->w, cv->b, cv->cout, cv->k, s, cv->dilation, 1, y, n_out);
     free(xp);
     *t_out = n_out;
     return y;
@@ -81,17 +82,17 @@ static float *seanet(const codec_encoder *c, float *x, int *t) {
         if (s->kind == STEP_ELU) {
             elu_inplace(x, (size_t)ch * (size_t)*t);
         } else if (s->kind == STEP_CONV) {
-            float *y = conv_mimi(&s->a, x, *t, 0, 0, &t_new);
+            float *y = conv_mimi(&c->ops, &s->a, x, *t, 0, 0, &t_new);
             free(x);
             x = y;
             *t = t_new;
             ch = s->a.cout;
         } else { /* x + conv_b(ELU(conv_a(ELU(x)))) */
-            float *h = conv_mimi(&s->a, x, *t, 1, 0, &t_new);
+            float *h = conv_mimi(&c->ops, &s->a, x, *t, 1, 0, &t_new);
             float *h2 = NULL;
             if (h) {
                 elu_inplace(h, (size_t)s->a.cout * (size_t)t_new);
-                h2 = conv_mimi(&s->b, h, t_new, 0, 0, &t_new);
+                h2 = conv_mimi(&c->ops, &s->b, h, t_new, 0, 0, &t_new);
                 free(h);
             }
             if (!h2) {
@@ -311,7 +312,7 @@ qtts_status codec_encoder_encode_traced(const codec_encoder *c, const float *pcm
     if (trace) trace(user, "enc_transformer_out", xt, t, C);
     transpose(x, xt, t, C);
 
-    z = conv_mimi(&c->down, x, t, 0, 1, &T);
+    z = conv_mimi(&c->ops, &c->down, x, t, 0, 1, &T);
     if (!z) goto nomem;
     if (trace) trace(user, "enc_downsample_out", z, C, T);
     if (T != T_out) {
