@@ -62,6 +62,15 @@ void codec_stream_free(codec_stream *s); /* accepts NULL */
  * streaming allocates nothing. */
 qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
 
+/* The stream's state after codec_stream_decode of these frames, bit for
+ * bit, without making most of their audio: the pre-transformer runs over
+ * all of them (its attention window reaches far back), the convolutions
+ * after it only over the last ~12 frames (their reach is finite: the tails
+ * they leave are the same). For priming a stream with an ICL voice's
+ * reference frames. *last (may be NULL): the last sample that decode would
+ * have written. Same checks as codec_stream_decode. */
+qtts_status codec_stream_prime(codec_stream *s, const int32_t *codes, int n_frames, float *last, qtts_error *e);
+
 /* Codes on the device: with a Vulkan decoder, link a generating stream's
  * code ring (codec_vulkan.h cdv_code_ring, borrowed until unlinked with
  * NULL); a no-op on the CPU. codec_stream_decode_at then decodes frames
