@@ -493,7 +493,7 @@ qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int 
     if (st == QTTS_OK && huge_pages) {
         /* F32 weights read in place, the mapping advised for 2 MiB pages: the
          * decoder is arithmetic-bound, its CPU time per frame was the same as
-         * from a huge-page copy (47.4-47.8 vs 47.5 ms, 1 thread, 0.6B codec,
+         * from a huge-page copy (47.4-47.8 vs 47.6 ms, 1 thread, 0.6B codec,
          * 2 MiB or 4 KiB page-cache folios), and the copy cost ~0.4 s of
          * zeroing and copying at load (docs/BENCH.md "What limits what").
          * The packed transposed convs made here go in a huge-page arena. */
