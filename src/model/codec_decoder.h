@@ -65,8 +65,8 @@ qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_fra
 /* The stream's state after codec_stream_decode of these frames, bit for
  * bit, without making most of their audio: the pre-transformer runs over
  * all of them (its attention window reaches far back), the convolutions
- * after it only over the last ~12 frames (their reach is finite: the tails
- * they leave are the same). For priming a stream with an ICL voice's
+ * after it only over the last few (11 on the real codec: their reach is
+ * finite, so the tails they leave are the same). For priming a stream with an ICL voice's
  * reference frames. *last (may be NULL): the last sample that decode would
  * have written. Same checks as codec_stream_decode. */
 qtts_status codec_stream_prime(codec_stream *s, const int32_t *codes, int n_frames, float *last, qtts_error *e);

@@ -696,7 +696,7 @@ qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_fra
  * depends on what came before them: each causal conv reaches back its
  * history (6 x dilation samples for K 7, 1 input for the transposed convs),
  * so a wrong start spoils at most the sum of those reaches, in frames at
- * each stage's rate (real codec: 9.2 frames), plus a margin. */
+ * each stage's rate (real codec: 9.4 frames, so 11 are decoded), plus a margin. */
 static int conv_reach_frames(const codec_decoder *d) {
     const codec_config *c = &d->cfg;
     double f = 0.0, rate = 1.0;
