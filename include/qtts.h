@@ -138,8 +138,10 @@ typedef struct qtts_model_params {
                                 layers and heads, as stored or quantised) are copied at load
                                 into one mapping advised for 2 MiB transparent huge pages
                                 (fewer TLB misses while streaming them; same values, same
-                                resident size); 0 = stored ones are read in place from the
-                                file mapping; default 1 */
+                                resident size), and every file mapping (checkpoint, cache
+                                files) is advised for 2 MiB pages, read in place; 0 = stored
+                                matrices are read in place from the file mapping, nothing
+                                advised; default 1 */
     qtts_backend backend;    /* where the language model runs; default QTTS_BACKEND_CPU, or the
                                 one the environment variable QTTS_BACKEND names ("cpu",
                                 "vulkan") when it is set */

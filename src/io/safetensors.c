@@ -5,6 +5,7 @@
  * data section, no two tensors overlapping, no duplicate names (also across
  * shards). */
 #include "io/safetensors.h"
+#include "util/huge_arena.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,6 +310,10 @@ void st_release(const st_set *s, const void *data, size_t n) {
         if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
         return;
     }
+}
+
+void st_advise_huge(const st_set *s) {
+    for (int i = 0; i < s->n_files; i++) huge_advise(s->maps[i], s->map_sizes[i]);
 }
 
 const st_tensor *st_find(const st_set *s, const char *name) {

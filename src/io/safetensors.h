@@ -49,6 +49,10 @@ void st_close(st_set *s);   /* accepts a zeroed or closed set */
  * again from the file if touched. For weights replaced by a converted copy. */
 void st_release(const st_set *s, const void *data, size_t n);
 
+/* Advise every file mapping of s for 2 MiB pages (huge_advise): weights
+ * read in place then stream through huge TLB entries, with no copy. */
+void st_advise_huge(const st_set *s);
+
 /* Lookup by exact name; NULL if absent. */
 const st_tensor *st_find(const st_set *s, const char *name);
 

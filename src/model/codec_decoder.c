@@ -201,9 +201,8 @@ static void *own(codec_decoder *d, void *p) {
 }
 
 /* f32 view of tensor "decoder.<fmt...>" with shape {s0, s1, s2}[:ndim]: for
- * F32, a copy in the huge-page arena when runtime (read on every chunk) and
- * there is one, else in place; other dtypes widened into an owned buffer.
- * runtime 0: read only at load (folded or repacked). */
+ * F32, in place; other dtypes widened into an owned buffer. runtime 0: read
+ * only at load (folded or repacked). */
 static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, int runtime, int ndim, int64_t s0,
                           int64_t s1, int64_t s2, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -222,14 +221,7 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
     qtts_status st = st_get_float(&d->st, name, ndim, shape, &t, e);
     if (st != QTTS_OK) return st;
     if (t->dtype == DT_F32) {
-        *out = t->data;
-        /* read on every chunk: into the huge-page arena if there is one (the file's pages dropped) */
-        const size_t nb = (size_t)t->n_elems * sizeof(float);
-        float *h = runtime ? huge_arena_copy(&d->arena, t->data, nb) : NULL;
-        if (h) {
-            st_release(&d->st, t->data, nb);
-            *out = h;
-        }
+        *out = t->data; /* in place: the mapping is advised for huge pages (codec_decoder_load) */
         return QTTS_OK;
     }
     float *buf = own(d, malloc((size_t)t->n_elems * sizeof(float) + 1));
@@ -245,9 +237,16 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
  * fault it back in). */
 static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, const float *bias, int cin, int cout,
                               int k, int stride, const float **out) {
+    const size_t n = (size_t)cin * cout * k + (size_t)stride * cout, nb = sizeof(float) * n;
+    const float *cached = wcache_get_f32(&d->tcache, d->n_tconv++, n);
+    if (cached) { /* prepared at an earlier load */
+        st_release(&d->st, w, sizeof(float) * (size_t)cin * cout * k);
+        *out = cached;
+        return QTTS_OK;
+    }
     float *wc = ops_conv_transpose1d_pack_conv(w, bias, cin, cout, k, stride);
     if (!wc) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
-    const size_t nb = sizeof(float) * ((size_t)cin * cout * k + (size_t)stride * cout);
+    if (d->tw) wcache_put_f32(d->tw, wc, n);
     float *h = huge_arena_copy(&d->arena, wc, nb);
     if (h) {
         free(wc);
@@ -479,6 +478,12 @@ uint64_t codec_decoder_state_key(const codec_decoder *d) {
 }
 
 qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e) {
+    return codec_decoder_load_cached(out, dir, huge_pages, NULL, NULL, 0, e);
+}
+
+qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int huge_pages, const char *cache_path,
+                                      char *status, size_t cap, qtts_error *e) {
+    if (status && cap) snprintf(status, cap, "off");
     if (!out || !dir) return err_set(e, QTTS_ERR_INVALID_ARG, "codec_decoder_load: NULL argument");
     *out = NULL;
     codec_decoder *d = calloc(1, sizeof *d);
@@ -487,14 +492,38 @@ qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pa
     if (st == QTTS_OK) st = st_open(&d->st, dir, e);
     if (st == QTTS_OK) d->fingerprint = fingerprint(&d->st);
     if (st == QTTS_OK && huge_pages) {
-        /* room for every tensor of the files (virtual; only what is copied becomes resident) */
+        /* F32 weights read in place, the mapping advised for 2 MiB pages: the
+         * decoder is arithmetic-bound, its CPU time per frame was the same as
+         * from a huge-page copy (47.4-47.8 vs 47.6 ms, 1 thread, 0.6B codec,
+         * 2 MiB or 4 KiB page-cache folios), and the copy cost ~0.4 s of
+         * zeroing and copying at load (docs/BENCH.md "What limits what").
+         * The packed transposed convs made here go in a huge-page arena. */
+        st_advise_huge(&d->st);
         size_t bytes = 0;
         for (int i = 0; i < d->st.n_files; i++) bytes += d->st.map_sizes[i];
         (void)huge_arena_reserve(&d->arena, bytes);
     }
+    wcache_writer tw;
+    if (st == QTTS_OK && cache_path && *cache_path) {
+        const uint64_t key = wcache_key_tag(&d->st, "codec-tconv", CODEC_TCONV_LAYOUT);
+        const int n = d->cfg.n_up + d->cfg.n_blocks;
+        char why[64];
+        if (wcache_open(cache_path, key, n, &d->tcache, why, sizeof why) == 0) {
+            if (huge_pages) huge_advise(d->tcache.map, d->tcache.len);
+            if (status && cap) snprintf(status, cap, "mapped %s", cache_path);
+        } else if (wcache_begin(&tw, cache_path, key, n) == 0) {
+            d->tw = &tw;
+        }
+    }
     if (st == QTTS_OK) st = load_quantizer(d, e);
     if (st == QTTS_OK) st = load_transformer(d, e);
     if (st == QTTS_OK) st = load_convs(d, e);
+    if (d->tw) {
+        const int ok = st == QTTS_OK && wcache_commit(d->tw) == 0;
+        if (st != QTTS_OK) wcache_abort(d->tw);
+        if (status && cap) snprintf(status, cap, ok ? "written %s" : "not written (%s)", cache_path);
+        d->tw = NULL;
+    }
     if (st != QTTS_OK) {
         codec_decoder_free(d);
         return st;
@@ -565,6 +594,7 @@ void codec_decoder_free(codec_decoder *d) {
     free(d->owned);
     st_close(&d->st);
     huge_arena_release(&d->arena);
+    wcache_close(&d->tcache);
     free(d);
 }
 

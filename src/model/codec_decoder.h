@@ -25,11 +25,20 @@ typedef struct codec_stream codec_stream;   /* per-stream state: attention windo
 /* Load dir/config.json (decoder_config) and dir/model.safetensors (decoder.*,
  * F32, F16 or BF16). dir is the model's speech_tokenizer/ folder. Every tensor
  * is checked for presence, float dtype and the shape the config implies.
- * huge_pages 1: the large F32 weights (and the packed transposed convs) are
- * copied into memory advised for 2 MiB pages and the file's pages dropped
- * (util/huge_arena.h); 0: read in place from the mmap. Same values either way.
+ * F32 weights are read in place from the mmap; huge_pages 1 advises it for
+ * 2 MiB pages (huge_advise) and puts the packed transposed convs in a
+ * huge-page arena (util/huge_arena.h). Same values either way.
  * On success *out is owned by the caller: free with codec_decoder_free. */
 qtts_status codec_decoder_load(codec_decoder **out, const char *dir, int huge_pages, qtts_error *e);
+
+/* codec_decoder_load, with the packed transposed convs (the load's costly
+ * preparation: a strided gather of ~90 MB on the real codec) mapped from the
+ * prepared-weights file cache_path (model/weights_cache.h, kind-2 entries)
+ * when it is valid for these files, else packed and written there
+ * (cache_path NULL: neither). status (cap bytes, may be NULL) says which:
+ * "mapped PATH", "written PATH", "not written (PATH)", "off". */
+qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int huge_pages, const char *cache_path,
+                                      char *status, size_t cap, qtts_error *e);
 void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 
 /* Which convs the int8 format takes (a mask): decoder.0, the vocoder
@@ -74,6 +83,15 @@ void codec_stream_free(codec_stream *s); /* accepts NULL */
  * (up to an internal cap; larger requests are processed in pieces), so steady
  * streaming allocates nothing. */
 qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_frames, float *pcm, qtts_error *e);
+
+/* The stream's state after codec_stream_decode of these frames, bit for
+ * bit, without making most of their audio: the pre-transformer runs over
+ * all of them (its attention window reaches far back), the convolutions
+ * after it only over the last few (11 on the real codec: their reach is
+ * finite, so the tails they leave are the same). For priming a stream with an ICL voice's
+ * reference frames. *last (may be NULL): the last sample that decode would
+ * have written. Same checks as codec_stream_decode. */
+qtts_status codec_stream_prime(codec_stream *s, const int32_t *codes, int n_frames, float *last, qtts_error *e);
 
 /* Codes on the device: with a Vulkan decoder, link a generating stream's
  * code ring (codec_vulkan.h cdv_code_ring, borrowed until unlinked with

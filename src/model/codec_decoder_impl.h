@@ -11,11 +11,13 @@
 #include "io/safetensors.h"
 #include "util/huge_arena.h"
 #include "model/codec_decoder.h"
+#include "model/weights_cache.h"
 
 #define CODEC_MAX_UP 4     /* ConvNeXt upsampling stages (real: 2) */
 #define CODEC_MAX_BLOCKS 6 /* vocoder blocks (real: 4) */
 #define CODEC_N_RES 3      /* residual units per vocoder block, dilations 1, 3, 9 */
 #define CODEC_CONV_K 7     /* kernel of every "K = 7" causal conv */
+#define CODEC_TCONV_LAYOUT 1u /* of ops_conv_transpose1d_pack_conv's output (in the cache key) */
 
 typedef struct codec_config {
     int n_q;                     /* num_quantizers: 16 (1 semantic + 15 acoustic) */
@@ -99,7 +101,10 @@ struct codec_decoder {
     codec_config cfg;
     ops_ctx ops;           /* kernels for the Linear layers */
     st_set st;             /* the open safetensors map (F32 weights point into it) */
-    huge_arena arena;      /* the large F32 weights and the packed transposed convs, copied at load */
+    huge_arena arena;      /* the packed transposed convs made at load (huge pages) */
+    wcache_map tcache;     /* the packed transposed convs from the prepared-weights cache (mapped) */
+    wcache_writer *tw;     /* writing them there at this load, or NULL */
+    int n_tconv;           /* transposed convs packed or mapped so far (their index in the cache) */
     uint64_t fingerprint;  /* of the decoder.* tensors (codec_decoder_state_key) */
     void **owned;          /* every buffer converted or folded at load, freed at free */
     int n_owned, cap_owned;

@@ -43,6 +43,7 @@ struct codec_stream {
     cdv_stream *dev;          /* the state on the Vulkan device (decoder with a device copy); else NULL */
     int dev_reset;            /* the device state is to be zeroed before the next chunk */
     qtts_error dev_err;       /* a failed device restore, reported by the next decode */
+    int head_only;            /* decode_chunk stops after the pre-transformer (codec_stream_prime) */
 
     /* persistent history, channel-major [C][hist] unless noted */
     float *state;             /* one allocation holding every tail below */
@@ -575,6 +576,10 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
         to_channel_major(b0, n, s->x_tm, LAT, n);
     }
     stage_out(s, &sc, "pre_transformer_out", b0, LAT, n, n);
+    if (s->head_only) { /* priming: the convolutions after it see only the last frames */
+        s->pos += n;
+        return;
+    }
 
     /* ConvNeXt upsampler: in b0 -> tconv into work b1 -> dwconv into b2 ->
      * out b0 (the tconv has consumed b0 by then). The last stage writes at
@@ -702,6 +707,57 @@ qtts_status codec_stream_decode(codec_stream *s, const int32_t *codes, int n_fra
         t += n;
     }
     return QTTS_OK;
+}
+
+/* Frames of input after which no convolution tail after the pre-transformer
+ * depends on what came before them: each causal conv reaches back its
+ * history (6 x dilation samples for K 7, 1 input for the transposed convs),
+ * so a wrong start spoils at most the sum of those reaches, in frames at
+ * each stage's rate (real codec: 9.4 frames, so 11 are decoded), plus a margin. */
+static int conv_reach_frames(const codec_decoder *d) {
+    const codec_config *c = &d->cfg;
+    double f = 0.0, rate = 1.0;
+    for (int u = 0; u < c->n_up; u++) {
+        rate *= c->up_ratio[u];
+        f += 6.0 / rate; /* depthwise conv (the transposed conv before it has no overlap) */
+    }
+    f += 6.0 / rate; /* decoder.0 */
+    for (int b = 0; b < c->n_blocks; b++) {
+        const codec_block *bl = &d->blocks[b];
+        f += 1.0 / rate; /* the transposed conv's previous input */
+        rate *= bl->rate;
+        for (int r = 0; r < CODEC_N_RES; r++) f += 6.0 * bl->ru[r].dilation / rate;
+    }
+    f += 6.0 / rate; /* the final conv */
+    return (int)f + 2;
+}
+
+qtts_status codec_stream_prime(codec_stream *s, const int32_t *codes, int n_frames, float *last, qtts_error *e) {
+    qtts_status st;
+    float dummy;
+    if (last) *last = 0.0f;
+    if (!decode_args_ok(s, codes, n_frames, &dummy, &st, e)) return st;
+    const codec_config *c = &s->d->cfg;
+    const int reach = conv_reach_frames(s->d);
+    const int head = s->dev || n_frames <= reach ? 0 : n_frames - reach, rest = n_frames - head;
+    if (head > 0) {
+        st = ensure_scratch(s, head < CODEC_MAX_CHUNK_FRAMES ? head : CODEC_MAX_CHUNK_FRAMES, e);
+        if (st != QTTS_OK) return st;
+        s->head_only = 1;
+        for (int t = 0; t < head;) {
+            const int n = head - t < s->cap ? head - t : s->cap;
+            decode_chunk(s, codes + (size_t)t * c->n_q, n, NULL, -1, NULL);
+            t += n;
+        }
+        s->head_only = 0;
+    }
+    const size_t spf = (size_t)c->samples_per_frame;
+    float *pcm = malloc(sizeof(float) * (size_t)rest * spf);
+    if (!pcm) return err_set(e, QTTS_ERR_NOMEM, "out of memory priming the codec stream");
+    st = codec_stream_decode(s, codes + (size_t)head * c->n_q, rest, pcm, e);
+    if (st == QTTS_OK && last) *last = pcm[(size_t)rest * spf - 1];
+    free(pcm);
+    return st;
 }
 
 /* Position of a stage name in decode_chunk's order, or -1. */

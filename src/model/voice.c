@@ -50,16 +50,9 @@ static qtts_status prime_cached(const qtts_voice *cv, codec_stream *s, float *re
     if (v->primed.state && v->primed.d == dec) {
         codec_stream_restore(s, &v->primed);
     } else {
-        const int spf = codec_decoder_samples_per_frame(codec_stream_decoder(s));
-        float *tmp = malloc(sizeof(float) * (size_t)v->d.n_ref_frames * spf);
         codec_stream_reset(s);
-        if (!tmp) st = err_set(e, QTTS_ERR_NOMEM, "out of memory");
-        else st = codec_stream_decode(s, v->d.ref_codes, v->d.n_ref_frames, tmp, e);
-        if (!st) {
-            v->ref_last = tmp[(size_t)v->d.n_ref_frames * spf - 1];
-            st = codec_stream_save(s, &v->primed, e);
-        }
-        free(tmp);
+        st = codec_stream_prime(s, v->d.ref_codes, v->d.n_ref_frames, &v->ref_last, e);
+        if (!st) st = codec_stream_save(s, &v->primed, e);
     }
     if (!st && ref_last) *ref_last = v->ref_last;
     pthread_mutex_unlock(&v->mu);
@@ -110,13 +103,7 @@ qtts_status voice_prime(const voice_spec *v, codec_stream *s, float *ref_last, q
     codec_stream_reset(s);
     if (!voice_is_icl(v)) return QTTS_OK;
     if (v->voice) return prime_cached(v->voice, s, ref_last, e);
-    const int spf = codec_decoder_samples_per_frame(codec_stream_decoder(s));
-    float *tmp = malloc(sizeof(float) * (size_t)v->n_ref_frames * spf);
-    if (!tmp) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
-    qtts_status st = codec_stream_decode(s, v->ref_codes, v->n_ref_frames, tmp, e);
-    if (!st && ref_last) *ref_last = tmp[(size_t)v->n_ref_frames * spf - 1];
-    free(tmp);
-    return st;
+    return codec_stream_prime(s, v->ref_codes, v->n_ref_frames, ref_last, e);
 }
 
 qtts_voice_params qtts_voice_default_params(void) {

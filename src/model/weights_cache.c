@@ -44,7 +44,8 @@ int wcache_path(const char *cache_dir, const char *model_dir, const char *tfmt, 
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-uint64_t wcache_key(const st_set *st, const char *tfmt, const char *pfmt, const ops_kernels *k) {
+/* The checkpoint files' sizes, mtimes and safetensors headers. */
+static uint64_t files_key(const st_set *st) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (int i = 0; i < st->n_files; i++) {
         struct stat sb;
@@ -61,12 +62,23 @@ uint64_t wcache_key(const st_set *st, const char *tfmt, const char *pfmt, const 
         if (st->map_sizes[i] >= 8) memcpy(&hl, b, 8);
         if (hl <= st->map_sizes[i] - 8) h = fnv64(h, b, 8 + (size_t)hl);
     }
+    return h;
+}
+
+uint64_t wcache_key(const st_set *st, const char *tfmt, const char *pfmt, const ops_kernels *k) {
+    uint64_t h = files_key(st);
     const uint32_t v[3] = {WCACHE_LAYOUT, (uint32_t)k->prefer_x16, (uint32_t)k->x16_q8_signed};
     h = fnv64(h, tfmt, strlen(tfmt) + 1);
     h = fnv64(h, pfmt, strlen(pfmt) + 1);
     h = fnv64(h, k->name, strlen(k->name) + 1);
     h = fnv64(h, v, sizeof v);
     return h;
+}
+
+uint64_t wcache_key_tag(const st_set *st, const char *tag, uint32_t version) {
+    const uint32_t v[2] = {WCACHE_LAYOUT, version};
+    uint64_t h = fnv64(files_key(st), tag, strlen(tag) + 1);
+    return fnv64(h, v, sizeof v);
 }
 
 static uint32_t rd32(const unsigned char *p) {
@@ -114,7 +126,7 @@ int wcache_open(const char *path, uint64_t key, int n_mats, wcache_map *c, char 
             const unsigned char *t = b + HDR + (size_t)ENTRY * i;
             uint64_t off = rd64(t + 24), nb = rd64(t + 32), os = rd64(t + 40), om = rd64(t + 48);
             if (rd32(t) == 0) continue;
-            if (rd32(t) != 1 || off % 64 || off < table_end || nb > (uint64_t)sb.st_size || off > (uint64_t)sb.st_size - nb ||
+            if ((rd32(t) != 1 && rd32(t) != 2) || off % 64 || off < table_end || nb > (uint64_t)sb.st_size || off > (uint64_t)sb.st_size - nb ||
                 os >= nb || os % 64 || (om != ~0ull && (om >= nb || om % 64)))
                 bad = "has a damaged table";
         }
@@ -145,6 +157,13 @@ int wcache_get(const wcache_map *c, int i, qt_mat *w) {
     w->owned = NULL;
     w->owned_bytes = 0;
     return qt_is_quant(w) ? 0 : -1;
+}
+
+const float *wcache_get_f32(const wcache_map *c, int i, size_t n) {
+    if (!c->map || i < 0 || i >= c->n_mats) return NULL;
+    const unsigned char *t = c->table + (size_t)ENTRY * i;
+    if (rd32(t) != 2 || rd32(t + 4) != (uint32_t)DT_F32 || rd64(t + 32) != (uint64_t)n * sizeof(float)) return NULL;
+    return (const float *)((const unsigned char *)c->map + rd64(t + 24));
 }
 
 void wcache_close(wcache_map *c) {
@@ -229,6 +248,24 @@ void wcache_put(wcache_writer *w, const qt_mat *m) {
         }
         w->off = (w->off + nb + ALIGN - 1) / ALIGN * ALIGN;
     }
+    memcpy(t, u, sizeof u);
+    memcpy(t + 24, q, sizeof q);
+}
+
+void wcache_put_f32(wcache_writer *w, const float *p, size_t n) {
+    if (w->fd < 0) return;
+    if (w->i >= w->n_mats || n == 0) {
+        wcache_abort(w);
+        return;
+    }
+    unsigned char *t = w->table + (size_t)ENTRY * w->i++;
+    const uint32_t u[6] = {2, (uint32_t)DT_F32, 0, 1, n <= INT32_MAX ? (uint32_t)n : 0, 0};
+    const uint64_t q[4] = {w->off, (uint64_t)n * sizeof(float), 0, ~0ull};
+    if (pwrite(w->fd, p, n * sizeof(float), (off_t)w->off) != (ssize_t)(n * sizeof(float))) {
+        wcache_abort(w);
+        return;
+    }
+    w->off = (w->off + q[1] + ALIGN - 1) / ALIGN * ALIGN;
     memcpy(t, u, sizeof u);
     memcpy(t + 24, q, sizeof q);
 }

@@ -19,7 +19,8 @@
  *   32   28  reserved, 0
  *   60   4   u32 CRC-32 of bytes [0, 60) and of the table
  *   64   56N table, per matrix: u32 kind (0 = as stored, not in the file;
- *            1 = quantised), u32 dtype, u32 quant, i32 rows, i32 cols, u32 0,
+ *            1 = quantised; 2 = an f32 array made at load, as the codec
+ *            decoder's packed transposed convs), u32 dtype, u32 quant, i32 rows, i32 cols, u32 0,
  *            u64 offset of its bytes, u64 bytes, u64 scales offset and u64
  *            mins offset inside them (mins: ~0 = none)
  *   then each matrix's bytes (data, scales, mins), 4096-byte aligned.
@@ -71,6 +72,10 @@ int wcache_path(const char *cache_dir, const char *model_dir, const char *tfmt, 
 /* The key of the prepared weights. */
 uint64_t wcache_key(const st_set *st, const char *tfmt, const char *pfmt, const ops_kernels *k);
 
+/* The key of other prepared arrays of the checkpoint whose files are st:
+ * tag names them, version their layout. */
+uint64_t wcache_key_tag(const st_set *st, const char *tag, uint32_t version);
+
 /* Map path if it is a valid cache file for key with n_mats matrices: 0; else
  * -1 with the reason in why (missing, truncated, stale, damaged). */
 int wcache_open(const char *path, uint64_t key, int n_mats, wcache_map *c, char *why, size_t why_cap);
@@ -78,6 +83,10 @@ int wcache_open(const char *path, uint64_t key, int n_mats, wcache_map *c, char 
 /* Point w at matrix i of the map. 0 on success; -1 when the entry does not
  * fit w (shape), or is stored as is (kind 0: w unchanged, returns 1). */
 int wcache_get(const wcache_map *c, int i, qt_mat *w);
+
+/* Entry i as an f32 array of n floats (kind 2), pointing into the map; NULL
+ * when it is not one or has another length. */
+const float *wcache_get_f32(const wcache_map *c, int i, size_t n);
 
 void wcache_close(wcache_map *c); /* accepts a zeroed map */
 
@@ -87,6 +96,9 @@ int wcache_begin(wcache_writer *w, const char *path, uint64_t key, int n_mats);
 /* Append the next matrix: quantised ones with their bytes, stored ones as a
  * kind-0 entry. On a write error the writer stops (w->fd = -1). */
 void wcache_put(wcache_writer *w, const qt_mat *m);
+
+/* Append the next entry: an f32 array of n floats (kind 2). */
+void wcache_put_f32(wcache_writer *w, const float *p, size_t n);
 
 /* Finish: header, table, rename over path. -1 on failure (nothing left behind). */
 int wcache_commit(wcache_writer *w);

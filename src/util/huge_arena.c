@@ -71,3 +71,11 @@ void *huge_buf_alloc(size_t n) {
 #endif
     return p;
 }
+
+void huge_advise(const void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+    if (p && n) (void)madvise((void *)p, n, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}

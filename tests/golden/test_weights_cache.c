@@ -6,7 +6,9 @@
  * and the codes stay the same; four processes loading at once with an empty
  * cache all get the same codes and leave one valid file and no temporary
  * files; qtts_cache_list / qtts_cache_clear see and remove the files; no
- * cache_dir means no file. Never touches the user's ~/.cache. */
+ * cache_dir means no file; the codec decoder's packed transposed convs are
+ * written, mapped and rebuilt with the same PCM. Never touches the user's
+ * ~/.cache. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -18,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/codec_decoder.h"
 #include "qtts.h"
 #include "test.h"
 
@@ -120,6 +123,47 @@ static void expect_rebuilt(const char *name, const int32_t *ref, int nref) {
     ok = ok && rc == 0 && !strncmp(st2, "mapped ", 7) && same(c, nf, ref, nref);
     CHECK(name, ok, "status \"%s\" then \"%s\"", st, st2);
     free(c);
+}
+
+/* The codec decoder's packed transposed convs through the cache
+ * (codec_decoder_load_cached): written by the first load, mapped by the
+ * next, rebuilt when truncated or when its key does not match, and the PCM
+ * bit-identical to a load without the cache every time. */
+static void check_codec_tconv_cache(void) {
+    enum { F = 9 };
+    char dir[1024], path[1024], st[4200];
+    snprintf(dir, sizeof dir, "%s/speech_tokenizer", g_model);
+    snprintf(path, sizeof path, "%s/codec-tconv-test.qwc", g_cache);
+    int32_t codes[F * 16];
+    for (int i = 0; i < F * 16; i++) codes[i] = (i * 7919 + 13) % 2048;
+    float *ref = malloc(sizeof(float) * F * 1920), *pcm = malloc(sizeof(float) * F * 1920);
+    qtts_error e = {0};
+    codec_decoder *d = NULL;
+    int ok = ref && pcm && codec_decoder_load(&d, dir, 1, &e) == QTTS_OK && codec_decode(d, codes, F, ref, &e) == QTTS_OK;
+    codec_decoder_free(d);
+    CHECK("codec_tconv/reference", ok, "%s", e.msg);
+    if (!ok) {
+        free(ref), free(pcm);
+        return;
+    }
+    /* written, mapped, then truncated (rebuilt), mapped again; huge_pages 0 and 1 */
+    const char *want[4] = {"written ", "mapped ", "written ", "mapped "};
+    for (int k = 0; k < 4; k++) {
+        if (k == 2) {
+            struct stat sb;
+            if (stat(path, &sb) == 0 && truncate(path, sb.st_size - 4096) != 0) sb.st_size = 0;
+        }
+        d = NULL;
+        st[0] = 0;
+        int r = codec_decoder_load_cached(&d, dir, k & 1, path, st, sizeof st, &e) == QTTS_OK &&
+                codec_decode(d, codes, F, pcm, &e) == QTTS_OK;
+        codec_decoder_free(d);
+        char name[64];
+        snprintf(name, sizeof name, "codec_tconv/%d_%.7s", k, want[k]);
+        CHECK(name, r && !strncmp(st, want[k], strlen(want[k])) && !memcmp(ref, pcm, sizeof(float) * F * 1920),
+              "status \"%s\", %s", st, r ? "PCM differs or wrong status" : e.msg);
+    }
+    free(ref), free(pcm);
 }
 
 int main(void) {
@@ -257,6 +301,7 @@ int main(void) {
     CHECK("wcache/clear_missing_dir", qtts_cache_clear("/nonexistent/qtts-cache", NULL) == -1, "expected -1");
     char dd[4096];
     CHECK("wcache/default_dir", qtts_cache_default_dir(dd, sizeof dd) != 0 || strstr(dd, "qtts"), "%s", dd);
+    check_codec_tconv_cache();
     free(ref_q8);
     nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return test_finish();

@@ -406,6 +406,32 @@ static void test_files(void) {
     write_file("vocab.json", "");
     expect_load("empty vocab.json", QTTS_ERR_FORMAT, "vocab.json", NULL);
 
+    /* vocab.json escapes (read without jansson when the file is a plain flat
+     * object): the keys are the decoded strings; a duplicate key or a
+     * fraction goes through jansson (last value wins / refused). */
+    write_file("merges.txt", "");
+    write_file("vocab.json", "{ \"x\\u00e9\": 5,\"\\ud83d\\ude00\":6 ,\"\\n\\/\\\\\\\"\":7,\n\"\xc3\xa9t\\u00E9\": 8,\"\":9}\n");
+    t = NULL;
+    st = tok_load(&t, g_tmp, 0, &e);
+    test_report("vocab escapes", st == QTTS_OK && tok_token_id(t, "x\xc3\xa9") == 5 &&
+                                      tok_token_id(t, "\xf0\x9f\x98\x80") == 6 && tok_token_id(t, "\n/\\\"") == 7 &&
+                                      tok_token_id(t, "\xc3\xa9t\xc3\xa9") == 8 && tok_token_str(t, 7) &&
+                                      !strcmp(tok_token_str(t, 7), "\n/\\\""),
+                "status %d (%s)", st, e.msg);
+    tok_free(t);
+    write_file("vocab.json", "{\"a\": 1, \"a\": 2}");
+    t = NULL;
+    st = tok_load(&t, g_tmp, 0, &e);
+    test_report("vocab duplicate key: the last id", st == QTTS_OK && tok_token_id(t, "a") == 2, "status %d (%s)", st,
+                e.msg);
+    tok_free(t);
+    write_file("vocab.json", "{\"a\": 1.0}");
+    expect_load("vocab.json fractional id", QTTS_ERR_FORMAT, "vocab.json", NULL);
+    write_file("vocab.json", "{\"a\\ud800\": 1}");
+    expect_load("vocab.json unpaired surrogate", QTTS_ERR_FORMAT, "vocab.json", NULL);
+    write_file("vocab.json", vocab);
+    write_file("merges.txt", merges);
+
     /* A vocab without the byte symbols: loads, and bytes it cannot spell are dropped. */
     write_file("vocab.json", "{}");
     write_file("merges.txt", "");
