@@ -5,6 +5,7 @@
 #define QTTS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "qtts.h"
 
@@ -74,6 +75,11 @@ int cli_read_text(const cli_opts *o, char **text);
 
 /* Parse "I I I" into a malloc'ed id list. Returns 0 or EXIT_USAGE. */
 int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n);
+
+/* Parse a codes file read from f (path names it in messages): *codes is
+ * malloc'ed [*n_frames][G] (caller frees). Returns 0 or an exit code
+ * (EXIT_INPUT for a malformed file, message printed). codes_file.c. */
+int cli_read_codes(FILE *f, const char *path, int G, int32_t **codes, int *n_frames);
 
 /* Map a library status to an exit code. */
 int cli_exit_code(qtts_status st);

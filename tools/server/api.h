@@ -64,6 +64,10 @@ int http_peer_gone(struct MHD_Connection *conn);
 
 /* Endpoints (body complete when called). */
 enum MHD_Result api_speech(http_req *r);
+/* Parse and validate a speech request body[n] exactly as api_speech does,
+ * without running it (for tests and fuzzing): 0 when it would be queued,
+ * else -1 with e filled. */
+int api_speech_check(server *s, const char *body, size_t n, api_error *e);
 enum MHD_Result api_voices_list(http_req *r);
 enum MHD_Result api_voices_delete(http_req *r, const char *name);
 /* Multipart voice upload: begin on the first call (1 = accepted, else an

@@ -281,6 +281,24 @@ out:
     return rc;
 }
 
+int api_speech_check(server *s, const char *body, size_t n, api_error *e) {
+    http_req r;
+    memset(&r, 0, sizeof r);
+    r.srv = s;
+    r.body.p = (unsigned char *)body;
+    r.body.n = n;
+    speech sp;
+    memset(&sp, 0, sizeof sp);
+    job *j = job_new();
+    if (!j) {
+        api_error_set(e, 500, "server_error", "", "", "out of memory");
+        return -1;
+    }
+    const int rc = parse_request(&r, j, &sp, e);
+    job_release(j);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- output */
 
 static void sse_event(speech *sp, json_t *ev) {
