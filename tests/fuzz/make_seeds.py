@@ -190,6 +190,69 @@ def speech():
     put("speech", "bad_utf8", b'{"model":"qtts","input":"\xff","voice":"ryan"}')
 
 
+def http():
+    def req(method, path, body=b"", headers=()):
+        h = ["%s %s HTTP/1.1" % (method, path), "Host: 127.0.0.1"] + list(headers)
+        if body or method in ("POST", "PUT"):
+            h.append("Content-Length: %d" % len(body))
+        return ("\r\n".join(h) + "\r\n\r\n").encode() + body
+    put("http", "health", req("GET", "/health"))
+    put("http", "ready_head", req("HEAD", "/ready"))
+    put("http", "metrics", req("GET", "/metrics"))
+    put("http", "models_query", req("GET", "/v1/models?limit=3&x=%00%zz"))
+    put("http", "voices", req("GET", "/v1/audio/voices"))
+    put("http", "options", req("OPTIONS", "/v1/audio/speech", headers=["Origin: http://x"]))
+    put("http", "wrong_method", req("PUT", "/v1/audio/speech", b"{}"))
+    put("http", "unknown", req("GET", "/v2/nothing/../health"))
+    put("http", "auth", req("GET", "/v1/models", headers=["Authorization: Bearer " + "k" * 200]))
+    put("http", "too_large", req("POST", "/v1/audio/speech", headers=["Content-Length: 99999999999"])[:-4] + b"\r\n\r\n")
+    for i, body in enumerate([{"model": "m", "input": "Hi.", "voice": "v1", "response_format": "wav"},
+                              {"model": "m", "input": "Hi.", "voice": "v1", "stream_format": "sse",
+                               "response_format": "pcm"},
+                              {"model": "m", "input": "Hi.", "voice": "v1", "stream_format": "audio",
+                               "response_format": "mp3", "speed": 2},
+                              {"model": "m", "input": "Hi.", "voice": "nobody"}, {"model": "m"}]):
+        put("http", "speech%d" % i, req("POST", "/v1/audio/speech", json.dumps(body).encode(),
+                                         ["Content-Type: application/json"]))
+    body = b'{"model":"m","input":"Hi.","voice":"v1","response_format":"flac"}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    put("http", "speech_chunked", b"POST /v1/audio/speech HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Type: application/json\r\n\r\n" + chunked)
+    tmp = tempfile.mkdtemp()
+    try:
+        wav = os.path.join(tmp, "ref.wav")
+        subprocess.run(["sox", "-n", "-r", "24000", "-c", "1", "-b", "16", wav, "synth", "0.4", "sine", "300"],
+                       check=True)
+        audio = open(wav, "rb").read()
+    finally:
+        shutil.rmtree(tmp)
+    def form(fields):
+        b = b""
+        for name, value, fname in fields:
+            b += b"--BOUNDARY\r\nContent-Disposition: form-data; name=\"" + name.encode() + b"\""
+            if fname:
+                b += b"; filename=\"" + fname.encode() + b"\"\r\nContent-Type: audio/wav"
+            b += b"\r\n\r\n" + value + b"\r\n"
+        return b + b"--BOUNDARY--\r\n"
+    ct = ["Content-Type: multipart/form-data; boundary=BOUNDARY"]
+    put("http", "upload_xvector", req("POST", "/v1/audio/voices", form([("name", b"v1", None),
+                                                                       ("audio", audio, "ref.wav")]), ct))
+    put("http", "upload_icl", req("POST", "/v1/audio/voices", form([("name", b"v2", None), ("text", b"Hello there.", None),
+                                                                   ("audio", audio, "ref.wav")]), ct))
+    put("http", "upload_flags", req("POST", "/v1/audio/voices", form([("name", b"v3", None),
+                                                                     ("xvector_only", b"maybe", None),
+                                                                     ("audio", audio[:200], "x.wav")]), ct))
+    put("http", "upload_bad_field", req("POST", "/v1/audio/voices", form([("nam", b"v4", None)]), ct))
+    put("http", "upload_bad_name", req("POST", "/v1/audio/voices", form([("name", b"../etc", None),
+                                                                        ("audio", b"RIFF", "a")]), ct))
+    put("http", "upload_urlencoded", req("POST", "/v1/audio/voices", b"name=v5&audio=abc",
+                                         ["Content-Type: application/x-www-form-urlencoded"]))
+    put("http", "upload_truncated", req("POST", "/v1/audio/voices", form([("name", b"v6", None)])[:30], ct))
+    put("http", "delete", req("DELETE", "/v1/audio/voices/v1"))
+    put("http", "delete_bad", req("DELETE", "/v1/audio/voices/..%2f..%2fx"))
+    put("http", "pipelined", req("GET", "/health") + req("GET", "/v1/models"))
+
+
 if __name__ == "__main__":
-    for f in [safetensors, config, tokenizer, split, voice, audio, codes, speech]:
+    for f in [safetensors, config, tokenizer, split, voice, audio, codes, speech, http]:
         f()
