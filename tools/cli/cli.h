@@ -95,10 +95,13 @@ int cmd_script(int argc, char **argv, int first);
 typedef struct cli_audio_out {
     qtts_audio_writer *w;
     const char *name;  /* file name or "standard output" */
+    const char *path;  /* the file, removed by cli_audio_close when a write failed; NULL for standard output */
     int failed;
 } cli_audio_out;
 int cli_audio_open(const cli_opts *o, cli_audio_out *out);
 int cli_audio_write(cli_audio_out *out, const float *pcm, size_t n);
+/* Finish the file; EXIT_IO when a write or the close failed (a full disk, a
+ * file-size limit), and then the incomplete file is removed. */
 int cli_audio_close(cli_audio_out *out);
 void cli_usage(void);
 
