@@ -253,9 +253,27 @@ FUZZ_SECONDS ?= 60
 FUZZ_SAN := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 .PHONY: fuzz fuzz-bins
+# the per-ISA kernel files are built without sanitizers or coverage (no input
+# parsing there, and instrumented they take minutes each to compile)
+FUZZ_MAKE = $(MAKE) BUILD=build-fuzz CC=clang CXX=clang++ VULKAN=0 OPT=-O1 SAN="$(FUZZ_SAN)" \
+	ISA_avx2="$(ISA_avx2) -fno-sanitize=all" ISA_avx512="$(ISA_avx512) -fno-sanitize=all"
 fuzz:
-	$(MAKE) BUILD=build-fuzz CC=clang CXX=clang++ VULKAN=0 OPT=-O1 SAN="$(FUZZ_SAN)" fuzz-bins
+	$(FUZZ_MAKE) fuzz-bins
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh build-fuzz $(FUZZ_TARGETS)
+
+# The server soak with faults (tests/server/soak.sh, docs/TESTING.md "Server
+# soak"): `make soak SOAK_MINUTES=N` runs 8 faulty clients against
+# qtts-server for N minutes; `make soak-ci` is a 3-minute run of the ASan +
+# UBSan build (build-debug/).
+SOAK_MINUTES ?= 20
+.PHONY: soak soak-ci
+$(BUILD)/soak: tests/server/soak.c $(COMMON_OBJ) $(BUILD)/obj/tools/server/metrics.o
+	$(CC) $(ALL_CFLAGS) -Itools/common -Itools/server -MMD -MP -o $@ $< $(COMMON_OBJ) $(BUILD)/obj/tools/server/metrics.o $(DEP_LIBS) -lm -lpthread
+soak: all $(BUILD)/soak
+	SOAK_MINUTES=$(SOAK_MINUTES) BUILD=$(BUILD) sh tests/server/soak.sh
+soak-ci:
+	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all build-debug/soak
+	@$(DEBUG_TEST_ENV) SOAK_MINUTES=3 BUILD=build-debug sh tests/server/soak.sh
 
 deps:
 	sh scripts/install-deps.sh

@@ -9,6 +9,7 @@
 # make test replays it. Exit status 1 when anything was found.
 # Usage: sh tests/fuzz/run.sh BUILD_DIR TARGET...
 set -u
+export LSAN_OPTIONS="suppressions=$(pwd)/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 build=$1; shift
 secs=${FUZZ_SECONDS:-60}
 found=0
