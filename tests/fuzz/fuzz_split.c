@@ -9,6 +9,22 @@
 
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+/* Only whitespace in t[b, e): ASCII, or the Unicode spaces split.c trims
+ * (U+00A0, U+2000-U+200A, U+202F, U+205F, U+3000), or NUL. */
+static int only_space(const unsigned char *t, size_t b, size_t e) {
+    for (size_t k = b; k < e;) {
+        unsigned c = t[k];
+        int n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        unsigned v = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+        for (int i = 1; i < n && k + i < e; i++) v = (v << 6) | (t[k + i] & 0x3f);
+        if (!(v == 0 || (v < 0x80 && is_space((unsigned char)v)) || v == 0xa0 || v == 0x3000 ||
+              (v >= 0x2000 && v <= 0x200a) || v == 0x202f || v == 0x205f))
+            return 0;
+        k += (size_t)n;
+    }
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     text_split_params p = text_split_default_params();
@@ -26,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < np; i++) {
             const size_t b = pc[i].begin, en = pc[i].end;
             FUZZ_CHECK(b >= prev && b < en && en <= n);
-            for (size_t k = prev; k < b; k++) FUZZ_CHECK(is_space((unsigned char)text[k]) || text[k] == 0);
+            FUZZ_CHECK(only_space((const unsigned char *)text, prev, b));
             FUZZ_CHECK(tok_check_utf8(text + b, en - b, "piece", &e) == QTTS_OK);
             size_t cps = 0;
             for (size_t k = b; k < en; k++) cps += ((unsigned char)text[k] & 0xC0) != 0x80;
@@ -35,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             FUZZ_CHECK(pc[i].pause_after_ms >= 0);
             prev = en;
         }
-        for (size_t k = prev; k < n; k++) FUZZ_CHECK(is_space((unsigned char)text[k]) || text[k] == 0);
+        FUZZ_CHECK(only_space((const unsigned char *)text, prev, n));
         if (np) FUZZ_CHECK(pc[np - 1].pause_after_ms == 0);
     }
     free(pc);
