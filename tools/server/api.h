@@ -61,6 +61,9 @@ enum MHD_Result http_send_text(http_req *r, int status, const char *content_type
 enum MHD_Result http_queue(http_req *r, int status, struct MHD_Response *resp);
 /* 1 when the client closed or reset its connection. */
 int http_peer_gone(struct MHD_Connection *conn);
+/* Restart the connection's idle clock (timeout_s = --timeout): time the
+ * server spent making audio is not the client's idleness. */
+void http_touch(struct MHD_Connection *conn, int timeout_s);
 
 /* Endpoints (body complete when called). */
 enum MHD_Result api_speech(http_req *r);

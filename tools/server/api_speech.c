@@ -452,6 +452,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             memcpy(buf, ob->p, k);
             bytebuf_consume(ob, k);
             if (sp->t_first == 0 && sp->samples_in > 0) sp->t_first = tool_now_s();
+            /* waiting here for the next chunk is the server's time: a slow
+             * generation must not trip the idle timeout and cut the stream */
+            http_touch(sp->conn, sp->srv->cfg.conn_timeout_s);
             return (ssize_t)k;
         }
         if (sp->finished) return MHD_CONTENT_READER_END_OF_STREAM;
