@@ -118,15 +118,13 @@ typedef struct client {
 static int rnd(client *c, int n) { return (int)(rand_r(&c->seed) % (unsigned)n); }
 
 static const char *pick_voice(client *c, int *temporary) {
-    static char names[N_KEPT][16];
+    static const char *const kept[N_KEPT] = {"keep0", "keep1", "keep2"};
     *temporary = 0;
     if (c->tmp_voice[0] && rnd(c, 3) == 0) {
         *temporary = 1;
         return c->tmp_voice;
     }
-    int k = rnd(c, N_KEPT);
-    snprintf(names[k], sizeof names[k], "keep%d", k);
-    return names[k];
+    return kept[rnd(c, N_KEPT)];
 }
 
 static void speech_body(client *c, char *out, size_t n, const char *voice, const char *fmt, const char *sfmt) {
