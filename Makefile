@@ -229,10 +229,56 @@ tsan-test:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="$(TSAN_SAN)" $(TSAN_TESTS)
 	@TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1}" BUILD=build-tsan sh tests/run_tests.sh $(TSAN_TESTS)
 
+# Fuzzing (tests/fuzz, docs/TESTING.md "Fuzzing"): one libFuzzer target per
+# input surface, tests/fuzz/fuzz_<target>.c. `make test` builds each with
+# tests/fuzz/replay.c as $(BUILD)/tests/fuzz/fuzz_<target> and replays its seed
+# corpus and every kept finding (tests/fuzz/{corpus,regress}/<target>);
+# `make fuzz FUZZ_SECONDS=N` builds them with clang's libFuzzer + ASan + UBSan
+# into build-fuzz/ and runs each for N seconds (tests/fuzz/run.sh).
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_TARGETS := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=%)
+FUZZ_REPLAY_BIN := $(FUZZ_SRC:tests/%.c=$(BUILD)/tests/%)
+FUZZ_DEP_OBJ := $(SERVER_LIB_OBJ) $(BUILD)/obj/tools/cli/codes_file.o
+FUZZ_LINK = $(ALL_CFLAGS) $(SERVER_CFLAGS) -Itests/fuzz -Itools/server -Itools/common -Itools/cli
+TEST_SRC += $(FUZZ_SRC)
+TEST_BIN += $(FUZZ_REPLAY_BIN)
+tests: $(FUZZ_REPLAY_BIN)
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(FUZZ_DEP_OBJ) $(BUILD)/libqtts-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_LINK) -DFUZZ_TARGET='"$(*:fuzz_%=%)"' -o $@ $< tests/fuzz/replay.c $(FUZZ_DEP_OBJ) $(BUILD)/libqtts-internal.a $(SERVER_LIBS) $(LDLIBS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_DEP_OBJ) $(BUILD)/libqtts-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_LINK) -fsanitize=fuzzer -o $@ $< $(FUZZ_DEP_OBJ) $(BUILD)/libqtts-internal.a $(SERVER_LIBS) $(LDLIBS)
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+.PHONY: fuzz fuzz-bins
+# the per-ISA kernel files are built without sanitizers or coverage (no input
+# parsing there, and instrumented they take minutes each to compile)
+FUZZ_MAKE = $(MAKE) BUILD=build-fuzz CC=clang CXX=clang++ VULKAN=0 OPT=-O1 SAN="$(FUZZ_SAN)" \
+	ISA_avx2="$(ISA_avx2) -fno-sanitize=all" ISA_avx512="$(ISA_avx512) -fno-sanitize=all"
+fuzz:
+	$(FUZZ_MAKE) fuzz-bins
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh build-fuzz $(FUZZ_TARGETS)
+
+# The server soak with faults (tests/server/soak.sh, docs/TESTING.md "Server
+# soak"): `make soak SOAK_MINUTES=N` runs 8 faulty clients against
+# qtts-server for N minutes; `make soak-ci` is a 3-minute run of the ASan +
+# UBSan build (build-debug/).
+SOAK_MINUTES ?= 20
+.PHONY: soak soak-ci
+$(BUILD)/soak: tests/server/soak.c $(COMMON_OBJ) $(BUILD)/obj/tools/server/metrics.o
+	$(CC) $(ALL_CFLAGS) -Itools/common -Itools/server -MMD -MP -o $@ $< $(COMMON_OBJ) $(BUILD)/obj/tools/server/metrics.o $(DEP_LIBS) -lm -lpthread
+soak: all $(BUILD)/soak
+	SOAK_MINUTES=$(SOAK_MINUTES) BUILD=$(BUILD) sh tests/server/soak.sh
+soak-ci:
+	$(MAKE) BUILD=build-debug OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all build-debug/soak
+	@$(DEBUG_TEST_ENV) SOAK_MINUTES=3 BUILD=build-debug sh tests/server/soak.sh
+
 deps:
 	sh scripts/install-deps.sh
 
 clean:
-	rm -rf build build-debug build-tsan
+	rm -rf build build-debug build-tsan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -324,6 +324,17 @@ static qtts_status decode(SNDFILE *sf, const SF_INFO *si, const char *label, con
         st = audio_resample_24k(mono, total, si->samplerate, pcm, n, e);
         if (st != QTTS_OK) err_prefix(e, "%s: ", label);
     }
+    /* finite input can still overflow: huge float samples summed by the
+     * channel mean or by the resampling filter */
+    for (size_t i = 0; st == QTTS_OK && i < *n; i++)
+        if (!isfinite((*pcm)[i])) {
+            st = err_set(e, QTTS_ERR_INPUT,
+                         "%s has samples too large to convert (peak %g; audio is expected in [-1, 1]): normalise "
+                         "or re-export it", label, (double)peak);
+            free(*pcm);
+            *pcm = NULL;
+            *n = 0;
+        }
 done:
     free(buf);
     free(mono);

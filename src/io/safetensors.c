@@ -202,7 +202,8 @@ static qtts_status map_file(st_set *s, const char *file, qtts_error *e) {
 }
 
 static qtts_status finish(st_set *s, qtts_error *e) {
-    qsort(s->tensors, s->n_tensors, sizeof(st_tensor), cmp_tensor_name);
+    if (s->n_tensors > 1) /* an index with an empty weight_map has no tensors: s->tensors is NULL */
+        qsort(s->tensors, (size_t)s->n_tensors, sizeof(st_tensor), cmp_tensor_name);
     for (int i = 1; i < s->n_tensors; i++)
         if (strcmp(s->tensors[i].name, s->tensors[i - 1].name) == 0)
             return err_set(e, QTTS_ERR_FORMAT, "tensor '%s' appears in both %s and %s", s->tensors[i].name,

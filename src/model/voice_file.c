@@ -4,11 +4,14 @@
 #include "model/voice_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- CRC-32 */
 
@@ -240,20 +243,40 @@ qtts_status voice_save(const char *path, const voice_data *v, qtts_error *e) {
     size_t n = 0;
     qtts_status st = voice_save_mem(v, &b, &n, e);
     if (st != QTTS_OK) return st;
-    FILE *f = fopen(path, "wb");
+    /* written beside path under a unique name, then renamed over it: a file
+     * already at path is replaced only by a complete one (a full disk or a
+     * file-size limit leaves it as it was) */
+    static atomic_uint seq;
+    char *tmp = malloc(strlen(path) + 48);
+    if (!tmp) {
+        free(b);
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory saving voice file %s", path);
+    }
+    sprintf(tmp, "%s.tmp%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         st = err_set(e, QTTS_ERR_IO, "cannot create voice file %s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
         free(b);
         return st;
     }
     size_t w = fwrite(b, 1, n, f);
     int werr = errno;
-    int rc = fclose(f);
+    int rc = fflush(f);
+    if (w == n && rc) werr = errno;
+    if (w == n && !rc && fsync(fileno(f))) rc = -1, werr = errno;
+    if (fclose(f) && w == n && !rc) rc = -1, werr = errno;
+    if (w == n && !rc && rename(tmp, path)) rc = -1, werr = errno;
     if (w != n || rc != 0) {
-        if (w == n) werr = errno;
-        remove(path);
+        unlink(tmp);
         st = err_set(e, QTTS_ERR_IO, "cannot write voice file %s: %s", path, strerror(werr));
     }
+    free(tmp);
     free(b);
     return st;
 }

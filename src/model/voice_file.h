@@ -126,7 +126,8 @@ typedef struct voice_data {
 } voice_data;
 
 /* Write v to path (created or replaced). Invalid v: QTTS_ERR_INVALID_ARG;
- * write failure: QTTS_ERR_IO (a partial file is removed). */
+ * write failure: QTTS_ERR_IO. Written to a temporary file beside path and
+ * renamed over it: a failure leaves no partial file and an existing file as it was. */
 qtts_status voice_save(const char *path, const voice_data *v, qtts_error *e);
 
 /* Serialise v into a malloc'ed buffer *buf of *size bytes (caller frees with free()). */

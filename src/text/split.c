@@ -206,7 +206,6 @@ qtts_status text_split(const char *text, size_t len, const text_split_params *pp
     /* 2. group sentences up to max_chars; paragraph ends always close a piece */
     out o = {0};
     size_t gb = 0, ge = 0;
-    size_t gchars = 0;
     int have = 0, rc = 0;
     for (int k = 0; k < ns && !rc; k++) {
         size_t b = trim_b(s, sent[k].b, sent[k].e), en = trim_e(s, b, sent[k].e);
@@ -220,7 +219,8 @@ qtts_status text_split(const char *text, size_t len, const text_split_params *pp
             }
             continue;
         }
-        if (have && gchars + 1 + nc > (size_t)p.max_chars) {
+        /* the group's real length: the whitespace between its sentences counts too */
+        if (have && count_cps(s, gb, en) > (size_t)p.max_chars) {
             rc = push(&o, s, gb, ge, p.sentence_pause_ms);
             have = 0;
         }
@@ -230,11 +230,9 @@ qtts_status text_split(const char *text, size_t len, const text_split_params *pp
         }
         if (!have) {
             gb = b;
-            gchars = 0;
             have = 1;
         }
         ge = en;
-        gchars += nc + 1;
         if (sent[k].para_end) {
             rc = push(&o, s, gb, ge, p.paragraph_pause_ms);
             have = 0;

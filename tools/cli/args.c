@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -315,6 +317,7 @@ int cli_audio_open(const cli_opts *o, cli_audio_out *out) {
         return st == QTTS_ERR_IO ? EXIT_IO : EXIT_USAGE;
     }
     out->name = o->to_stdout ? "standard output" : o->output;
+    out->path = o->to_stdout ? NULL : o->output;
     return 0;
 }
 
@@ -332,6 +335,10 @@ int cli_audio_close(cli_audio_out *out) {
     qtts_status st = qtts_audio_writer_close(out->w);
     out->w = NULL;
     if (st) fprintf(stderr, "qtts: finishing %s failed\n", out->name);
+    struct stat sb; /* a regular file only: never a device such as /dev/full */
+    if ((st || out->failed) && out->path && !stat(out->path, &sb) && S_ISREG(sb.st_mode)) {
+        if (!unlink(out->path)) fprintf(stderr, "qtts: removed the incomplete %s\n", out->path);
+    }
     return st || out->failed ? EXIT_IO : 0;
 }
 

@@ -5,6 +5,7 @@
 #define QTTS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "qtts.h"
 
@@ -87,6 +88,11 @@ int cli_parse_ids(const char *s, const char *what, int32_t **ids, int *n);
 qtts_status cli_speak_stdin(const qtts_model *m, const qtts_gen_params *gp, const qtts_audio_params *ap,
                             qtts_audio_fn on_audio, void *user, size_t *n_samples, char *err, size_t n_err);
 
+/* Parse a codes file read from f (path names it in messages): *codes is
+ * malloc'ed [*n_frames][G] (caller frees). Returns 0 or an exit code
+ * (EXIT_INPUT for a malformed file, message printed). codes_file.c. */
+int cli_read_codes(FILE *f, const char *path, int G, int32_t **codes, int *n_frames);
+
 /* Map a library status to an exit code. */
 int cli_exit_code(qtts_status st);
 
@@ -103,10 +109,13 @@ int cmd_script(int argc, char **argv, int first);
 typedef struct cli_audio_out {
     qtts_audio_writer *w;
     const char *name;  /* file name or "standard output" */
+    const char *path;  /* the file, removed by cli_audio_close when a write failed; NULL for standard output */
     int failed;
 } cli_audio_out;
 int cli_audio_open(const cli_opts *o, cli_audio_out *out);
 int cli_audio_write(cli_audio_out *out, const float *pcm, size_t n);
+/* Finish the file; EXIT_IO when a write or the close failed (a full disk, a
+ * file-size limit), and then the incomplete file is removed. */
 int cli_audio_close(cli_audio_out *out);
 void cli_usage(void);
 

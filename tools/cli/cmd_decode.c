@@ -1,6 +1,5 @@
 /* qtts decode: a codes file (the --dump-codes format: one frame per line, 16
  * integers, codebook 0 first) to audio. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,66 +7,16 @@
 
 #include "cli.h"
 
-/* Parse the codes file; returns 0 or an exit code (message printed). */
+/* Open the codes file ("-" = stdin) and parse it; 0 or an exit code (message printed). */
 static int read_codes(const char *path, int G, int32_t **codes, int *n_frames) {
     FILE *f = !strcmp(path, "-") ? stdin : fopen(path, "r");
     if (!f) {
         fprintf(stderr, "qtts: cannot open codes file %s: %s\n", path, strerror(errno));
         return EXIT_IO;
     }
-    int cap = 256, n = 0, line_no = 0, rc = 0;
-    int32_t *v = malloc(sizeof(int32_t) * cap * G);
-    char line[4096];
-    while (v && fgets(line, sizeof line, f)) {
-        line_no++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            fprintf(stderr, "qtts: %s line %d is too long\n", path, line_no);
-            rc = EXIT_INPUT;
-            break;
-        }
-        char *p = line;
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p || *p == '#') continue;
-        if (n == cap) {
-            cap *= 2;
-            int32_t *nv = realloc(v, sizeof(int32_t) * cap * G);
-            if (!nv) break;
-            v = nv;
-        }
-        int k = 0;
-        for (;;) {
-            while (*p == ' ' || *p == '\t' || *p == ',') p++;
-            if (!*p || *p == '\n' || *p == '\r') break;
-            char *end;
-            errno = 0;
-            long x = strtol(p, &end, 10);
-            if (end == p || errno || k >= G) {
-                k = -1;
-                break;
-            }
-            v[(size_t)n * G + k++] = (int32_t)x;
-            p = end;
-        }
-        if (k != G) {
-            fprintf(stderr, "qtts: %s line %d: expected %d integers (one frame, codebook 0 first)\n", path, line_no, G);
-            rc = EXIT_INPUT;
-            break;
-        }
-        n++;
-    }
+    int rc = cli_read_codes(f, path, G, codes, n_frames);
     if (f != stdin) fclose(f);
-    if (!v) return EXIT_RUNTIME;
-    if (!rc && n == 0) {
-        fprintf(stderr, "qtts: %s holds no frames\n", path);
-        rc = EXIT_INPUT;
-    }
-    if (rc) {
-        free(v);
-        return rc;
-    }
-    *codes = v;
-    *n_frames = n;
-    return 0;
+    return rc;
 }
 
 int cmd_decode(int argc, char **argv, int first) {

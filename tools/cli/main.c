@@ -1,6 +1,7 @@
 /* qtts: command-line front end of libqtts. Dispatches subcommands:
  *   qtts [speak] --model DIR --text STR ...   text -> codec frames (and audio)
  *   qtts tokenize --model DIR --text STR      text -> token ids */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,6 +104,9 @@ void cli_usage(void) {
 }
 
 int main(int argc, char **argv) {
+    /* past a file-size limit (ulimit -f) a write fails with EFBIG and is
+     * reported as an I/O error (exit 5) instead of the signal killing us */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         cli_usage();
         return EXIT_USAGE;

@@ -61,6 +61,9 @@ enum MHD_Result http_send_text(http_req *r, int status, const char *content_type
 enum MHD_Result http_queue(http_req *r, int status, struct MHD_Response *resp);
 /* 1 when the client closed or reset its connection. */
 int http_peer_gone(struct MHD_Connection *conn);
+/* Restart the connection's idle clock (timeout_s = --timeout): time the
+ * server spent making audio is not the client's idleness. */
+void http_touch(struct MHD_Connection *conn, int timeout_s);
 
 /* Endpoints (body complete when called). */
 enum MHD_Result api_speech(http_req *r);
@@ -70,6 +73,10 @@ enum MHD_Result api_speech_ws(http_req *r);
  * j; *format gets response_format, *speed the speed. 0, or -1 with e set. */
 struct job;
 int api_speech_config(server *s, json_t *o, struct job *j, int *format, double *speed, api_error *e);
+/* Parse and validate a speech request body[n] exactly as api_speech does,
+ * without running it (for tests and fuzzing): 0 when it would be queued,
+ * else -1 with e filled. */
+int api_speech_check(server *s, const char *body, size_t n, api_error *e);
 enum MHD_Result api_voices_list(http_req *r);
 enum MHD_Result api_voices_delete(http_req *r, const char *name);
 /* Multipart voice upload: begin on the first call (1 = accepted, else an

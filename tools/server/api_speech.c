@@ -304,6 +304,24 @@ int api_speech_config(server *s, json_t *o, job *j, int *format, double *speed, 
     return rc;
 }
 
+int api_speech_check(server *s, const char *body, size_t n, api_error *e) {
+    http_req r;
+    memset(&r, 0, sizeof r);
+    r.srv = s;
+    r.body.p = (unsigned char *)body;
+    r.body.n = n;
+    speech sp;
+    memset(&sp, 0, sizeof sp);
+    job *j = job_new();
+    if (!j) {
+        api_error_set(e, 500, "server_error", "", "", "out of memory");
+        return -1;
+    }
+    const int rc = parse_request(&r, j, &sp, e);
+    job_release(j);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- output */
 
 static void sse_event(speech *sp, json_t *ev) {
@@ -457,6 +475,9 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             memcpy(buf, ob->p, k);
             bytebuf_consume(ob, k);
             if (sp->t_first == 0 && sp->samples_in > 0) sp->t_first = tool_now_s();
+            /* waiting here for the next chunk is the server's time: a slow
+             * generation must not trip the idle timeout and cut the stream */
+            http_touch(sp->conn, sp->srv->cfg.conn_timeout_s);
             return (ssize_t)k;
         }
         if (sp->finished) return MHD_CONTENT_READER_END_OF_STREAM;

@@ -29,6 +29,11 @@ static enum MHD_Result iter(void *cls, enum MHD_ValueKind kind, const char *key,
     (void)transfer_encoding;
     (void)off;
     if (u->bad) return MHD_YES;
+    if (!key) { /* a part without a name (libmicrohttpd passes NULL) */
+        u->bad = 1;
+        snprintf(u->err, sizeof u->err, "A form field has no name (expected audio, name, text, xvector_only)");
+        return MHD_YES;
+    }
     bytebuf *dst = NULL;
     size_t limit = 4096;
     if (!strcmp(key, "audio") || !strcmp(key, "file")) {

@@ -79,6 +79,14 @@ int http_peer_gone(struct MHD_Connection *conn) {
     return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+void http_touch(struct MHD_Connection *conn, int timeout_s) {
+    if (timeout_s <= 0) return;
+    /* libmicrohttpd restarts the idle clock when a connection's timeout is set
+     * from 0 (there is no other call for it) */
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)timeout_s);
+}
+
 /* Compare without leaking the key's length or content through timing. */
 static int same_secret(const char *a, const char *b) {
     size_t na = strlen(a), nb = strlen(b);
