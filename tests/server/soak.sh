@@ -6,7 +6,8 @@
 # 8 clients with faults for N minutes (default 20) and checks everything it
 # can see; then SIGTERM must stop the server with exit 0 (under the
 # sanitizers: no leak, no report). BUILD picks the binaries (build-debug for
-# the ASan + UBSan variant, make soak-ci). Loopback only; bounded in time.
+# the ASan + UBSan variant, make soak-ci; SOAK_RSS_TOLERANCE widens the RSS
+# bound, 0.05 by default). Loopback only; bounded in time.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -36,7 +37,8 @@ start_server soak "$BIN" --model "$MODEL" --voices-dir "$T/voices" --slots 2 --q
     --max-body-bytes 65536 --max-upload-bytes 1048576 --timeout 10 --request-timeout 120 --max-frames 64
 echo "soak: $MINUTES min on $MODEL, server pid $SERVER_PID, port $PORT"
 "$SOAK" --port "$PORT" --pid "$SERVER_PID" --minutes "$MINUTES" --clients 8 --max-body 65536 \
-    --ref tests/golden/data/base_clone/inputs/ref_audio.wav --seed "${SOAK_SEED:-1}"
+    --ref tests/golden/data/base_clone/inputs/ref_audio.wav --seed "${SOAK_SEED:-1}" \
+    --rss-tolerance "${SOAK_RSS_TOLERANCE:-0.05}"
 rc=$?
 kill -TERM "$SERVER_PID" 2>/dev/null
 i=0
