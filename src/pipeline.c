@@ -320,6 +320,17 @@ static void run_urgent(qtts_pipeline *p, dworker *w) {
     }
 }
 
+/* The slot waits for the request's next segment (the driver admits it). */
+static void next_segment(qtts_pipeline *p, slot *sl, preq *r) {
+    pthread_mutex_lock(&p->mu);
+    r->seg++;
+    sl->wait_seq = ++p->seq;
+    atomic_store(&sl->state, SLOT_WAITING);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+}
+
 /* The end of a segment, on the decode side once its last chunk is out:
  * collect its generation, then the next segment (after its pause) or the
  * request's end. */
@@ -335,23 +346,11 @@ static void segment_end(qtts_pipeline *p, slot *sl, preq *r) {
     if (st) req_fail(p, r, st, "%s", e.msg);
     if (atomic_load(&r->cancel)) req_fail(p, r, QTTS_ERR_CANCELLED, "cancelled after %d frames", r->n_frames);
     if (r->it && !req_status(p, r)) { /* incremental text: the driver opens the next segment or ends the request */
-        pthread_mutex_lock(&p->mu);
-        r->seg++;
-        sl->wait_seq = ++p->seq;
-        atomic_store(&sl->state, SLOT_WAITING);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+        next_segment(p, sl, r);
         return;
     }
     if (!req_status(p, r) && r->seg + 1 < r->n_segs && !put_pause(p, r, r->segs[r->seg].pause_after_ms)) {
-        pthread_mutex_lock(&p->mu);
-        r->seg++;
-        sl->wait_seq = ++p->seq;
-        atomic_store(&sl->state, SLOT_WAITING);
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        if (p->p.on_wake) p->p.on_wake(p->p.wake_user);
+        next_segment(p, sl, r);
         return;
     }
     request_end(p, sl, r);

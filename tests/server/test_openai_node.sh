@@ -11,54 +11,6 @@ BUILD=${BUILD:-build}
 BIN="$(pwd)/$BUILD/qtts-server"
 MODEL=tests/golden/data/e2e_string
 DIR=tests/server/client
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    echo "SKIP openai_node: node and npm are not installed (sh scripts/install-server-test-deps.sh)"
-    exit 0
-fi
-major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$major" -lt 18 ]; then
-    echo "SKIP openai_node: Node.js $(node --version) is too old for the openai package (needs >= 18)"
-    exit 0
-fi
-if [ ! -x "$BIN" ]; then
-    echo "FAIL openai_node: $BIN is not built"
-    exit 1
-fi
-want=$(node -p 'require("./'"$DIR"'/package.json").dependencies.openai')
-have=$(node -p 'require("./'"$DIR"'/node_modules/openai/package.json").version' 2>/dev/null || echo none)
-if [ "$have" != "$want" ]; then
-    if ! (cd "$DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error >npm.log 2>&1); then
-        echo "SKIP openai_node: npm could not install openai@$want (registry unreachable or offline?): $(tail -2 "$DIR/npm.log" | tr '\n' ' ')"
-        rm -f "$DIR/npm.log"
-        exit 0
-    fi
-    rm -f "$DIR/npm.log"
-fi
-T=$(mktemp -d /tmp/qtts-node-XXXXXX)
-SRV=""
-cleanup() {
-    [ -n "$SRV" ] && kill -9 "$SRV" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-KEY=node-test-key
-"$BIN" --model "$MODEL" --port 0 --port-file "$T/port" --api-key "$KEY" --threads 1 2>"$T/log" &
-SRV=$!
-i=0
-while [ ! -s "$T/port" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-PORT=$(cat "$T/port" 2>/dev/null)
-if [ -z "$PORT" ]; then
-    echo "FAIL openai_node/start: $(cat "$T/log")"
-    exit 1
-fi
-i=0
-while [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/ready")" != 200 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-QTTS_URL="http://127.0.0.1:$PORT" QTTS_KEY=$KEY timeout 300 node "$DIR/test.mjs"
-rc=$?
-[ $rc = 0 ] || echo "FAIL openai_node: node exited with $rc"
-kill -TERM "$SRV"
-wait "$SRV"
-rc=$?
-SRV=""
-if [ $rc = 0 ]; then echo "ok openai_node/server_clean_exit"; else echo "FAIL openai_node/server_clean_exit: exit $rc: $(tail -5 "$T/log")"; fi
-exit 0
+. tests/server/lib.sh
+node_client openai_node "$DIR" openai "$BIN" --model "$MODEL" --threads 1
+[ "$FAILED" = 0 ]
