@@ -471,7 +471,7 @@ static void scale_add(rec *r, int rows, int cols, const vk_buf *a, uint32_t a_of
 }
 
 static void rmsnorm(rec *r, const vk_buf *x, const vk_buf *y, uint32_t g_off, int H, int n, float eps) {
-    vk_pc_rmsnorm pc = {U(H), U(n), 0, 0, g_off, eps};
+    vk_pc_rmsnorm pc = {U(H), U(n), 0, 0, g_off, eps, 0};
     const vk_binding b[3] = {B(x), B(&r->s->v->small), B(y)};
     dispatch(r, "rmsnorm", b, 3, &pc, sizeof pc, U(n), 1);
 }

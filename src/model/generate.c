@@ -665,9 +665,10 @@ static void vulkan_after_frame(qtts_context *c, qtts_status st, const int32_t *f
 
 /* gen_step on the Vulkan device: the untraced active streams in groups of
  * up to LMV_BATCH_MAX, each group's frame one submission (lmv_batch_frame:
- * bit for bit each stream's frame alone); a group of one, and a traced
- * stream, through lmv_frame. Group i keeps its own batch (and recording),
- * so a steady set of streams replays its recordings frame after frame. */
+ * bit for bit each stream's frame alone); a group of one, a traced stream,
+ * and every stream on a device without batched frames (lmv_can_batch),
+ * through lmv_frame. Group i keeps its own batch, whose recordings (one per
+ * size) replay for whatever streams the group holds. */
 static void gen_step_vulkan(qtts_context **cs, int n, step_scratch *ss) {
     const int G = cs[0]->model->cfg.n_code_groups;
     qtts_context *grp[LMV_BATCH_MAX];
@@ -677,7 +678,8 @@ static void gen_step_vulkan(qtts_context **cs, int n, step_scratch *ss) {
     int n_plain = 0;
     for (int i = 0; i < n; i++) n_plain += cs[i]->gs.active && !cs[i]->trace;
     /* balanced groups: ceil(n_plain / LMV_BATCH_MAX) of them */
-    const int n_grp = n_plain >= 2 ? (n_plain + LMV_BATCH_MAX - 1) / LMV_BATCH_MAX : 0;
+    const int n_grp =
+        n_plain >= 2 && lmv_can_batch(cs[0]->model->lmv) ? (n_plain + LMV_BATCH_MAX - 1) / LMV_BATCH_MAX : 0;
     if (n_grp > ss->n_lmvb) {
         struct lmv_batch **p = realloc(ss->lmvb, sizeof *p * n_grp);
         if (p) {

@@ -446,6 +446,7 @@ typedef struct rec {
     int traced, vec_any;
     qtts_status err;
     qtts_error *e;
+    const vk_buf *tab; /* a batch's stream table (the *_tab shaders' binding VK_TAB_BINDING) */
 } rec;
 
 static int flush(rec *r) {
@@ -470,6 +471,16 @@ static void dispatch(rec *r, const char *shader, const vk_binding *b, int nb, co
                      uint32_t gx, uint32_t gy) {
     vk_kernel *k = kern(r, shader);
     if (k) vk_cmd_dispatch(r->cmd, k, b, nb, pc, pcb, gx, gy, 1);
+}
+
+/* A *_tab shader: bindings b[0..nb) and the batch's stream table. */
+static void dispatch_tab(rec *r, const char *shader, const vk_binding *b, int nb, const void *pc, size_t pcb,
+                         uint32_t gx, uint32_t gy) {
+    vk_binding all[VK_TAB_BINDING + 1];
+    memset(all, 0, sizeof all);
+    for (int i = 0; i < nb; i++) all[i] = b[i];
+    all[VK_TAB_BINDING] = (vk_binding){r->tab, 0, 0};
+    dispatch(r, shader, all, VK_TAB_BINDING + 1, pc, pcb, gx, gy);
 }
 
 #define B(buf) ((vk_binding){(buf), 0, 0})
@@ -503,14 +514,14 @@ static void mm(rec *r, const lmv_mat *W, const vk_buf *X, uint32_t x_off, const 
 
 static void rmsnorm(rec *r, const vk_buf *x, uint32_t x_off, const vk_buf *y, uint32_t y_off, uint32_t g_off, int H,
                     int n, float eps) {
-    vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, x_off, y_off, g_off, eps};
+    vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, x_off, y_off, g_off, eps, 0};
     const vk_binding b[3] = {B(x), B(&r->v->small), B(y)};
     dispatch(r, "rmsnorm", b, 3, &pc, sizeof pc, n, 1);
 }
 
 static void embed(rec *r, const lmv_table *t, uint32_t table_off, const vk_buf *ids, uint32_t id_pos, uint32_t id_add,
                   uint32_t id_max, const vk_buf *out, uint32_t out_off, int accumulate) {
-    vk_pc_embed pc = {(uint32_t)t->cols, table_off, id_pos, id_add, id_max, out_off, (uint32_t)accumulate};
+    vk_pc_embed pc = {(uint32_t)t->cols, table_off, id_pos, id_add, id_max, out_off, (uint32_t)accumulate, 0, 0};
     const vk_binding b[3] = {B(&t->buf), B(ids), B(out)};
     dispatch(r, t->bf16 ? "embed_bf16" : "embed_f32", b, 3, &pc, sizeof pc, CEILDIV(t->cols, 256), 1);
 }
@@ -520,12 +531,17 @@ static void embed(rec *r, const lmv_table *t, uint32_t table_off, const vk_buf *
  * l * cap * kvd). stride (fp[0] only): nonzero when all the forward's
  * streams share fp[0]'s caches, stream j's starting stride floats after
  * stream j - 1's, with positions from pos0 (not pos_state): then one
- * qk_rope and one attention dispatch per layer serve every stream. */
+ * qk_rope and one attention dispatch per layer serve every stream.
+ * tab (fp[0] only): one row per stream, each at the position in its state
+ * over its own caches, all named by the recording's stream table
+ * (qk_rope_tab, attention_tab: one dispatch each per layer); the other
+ * fields are unused. */
 typedef struct fwd_pos {
     uint32_t pos0, pos_state;
     const vk_buf *kc, *vc, *rope, *st;
     int cap;
     uint32_t stride;
+    int tab;
 } fwd_pos;
 
 /* All layers on a->x rows [0, ns * rows) (residual stream, in place): ns
@@ -545,9 +561,19 @@ static void forward(rec *r, const lmv_tf *w, lmv_act *a, int ns, int rows, const
         mm(r, &L->wq, &a->xn, 0, &a->q, 0, n, 0, NULL);
         mm(r, &L->wk, &a->xn, 0, &a->k, 0, n, 0, NULL);
         mm(r, &L->wv, &a->xn, 0, &a->v, 0, n, 0, NULL);
+        if (fp[0].tab) { /* rows = 1, pos_state = 1, cache_off = the layer */
+            const vk_pc_qk_rope qp = {(uint32_t)n, nh, nkv, hd, 0, 1, (uint32_t)l, L->q_norm, L->k_norm, 0, 0, 0,
+                                      c->eps, 1, 0};
+            const vk_binding qb[4] = {B(&a->q), B(&a->k), B(&a->v), B(&v->small)};
+            dispatch_tab(r, "qk_rope_tab", qb, 4, &qp, sizeof qp, (uint32_t)n, 1);
+            const vk_pc_attention ap = {(uint32_t)n, nh, nkv, hd, 0, 1, (uint32_t)l, 0, 0, 1.0f / sqrtf((float)hd),
+                                        1, 0};
+            const vk_binding ab[4] = {B(&a->q), {0}, {0}, B(&a->att)};
+            dispatch_tab(r, "attention_tab", ab, 4, &ap, sizeof ap, nh, (uint32_t)n);
+        }
         /* per dispatch: streams j0 .. j0 + nj (all of them when they share caches) */
         const int nj = fp[0].stride ? ns : 1;
-        for (int j = 0; j < ns; j += nj) {
+        for (int j = 0; j < ns && !fp[0].tab; j += nj) {
             const fwd_pos *f = &fp[j];
             const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
             const uint32_t nr = (uint32_t)(nj * rows);
@@ -557,7 +583,7 @@ static void forward(rec *r, const lmv_tf *w, lmv_act *a, int ns, int rows, const
                                      B(f->st)};
             dispatch(r, "qk_rope", b, 8, &pc, sizeof pc, nr, 1);
         }
-        for (int j = 0; j < ns; j += nj) {
+        for (int j = 0; j < ns && !fp[0].tab; j += nj) {
             const fwd_pos *f = &fp[j];
             const uint32_t cache_off = (uint32_t)((size_t)l * f->cap * kvd), row = (uint32_t)(j * rows);
             const uint32_t nr = (uint32_t)(nj * rows);
@@ -652,7 +678,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         if (!r->err) tr->on_cp_inputs(tmp, H, tr->cp_user);
     }
     const tf_config *cc = &v->cp.cfg;
-    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, &s->st, v->n_groups + 1, 0};
+    fwd_pos fp = {0, 0, &s->ckc, &s->cvc, &v->cp_rope, &s->st, v->n_groups + 1, 0, 0};
     for (int g = 0; g < v->n_groups; g++) {
         const int n = g == 0 ? 2 : 1;
         if (g > 0) embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &s->cp_in, 0, 0);
@@ -679,7 +705,7 @@ static void record_frame(rec *r, const lmv_trace *tr, int k, float *tmp) {
         const lmv_table qt = {s->queue, s->queue_rows, H, 0};
         embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &s->ta.x, 0, 1);
     }
-    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
+    fwd_pos tp = {0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0, 0};
     forward(r, &v->talker, &s->ta, 1, 1, &tp, NULL, NULL);
     rmsnorm(r, &s->ta.x, 0, &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     {
@@ -813,13 +839,13 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *q, const lmv_trace *tr
         layer_buf = malloc(sizeof(float) * H * (size_t)P);
         if (!layer_buf) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
-    rec r = {v, s, &s->xq, &s->xs, s->aux, tr != NULL, 0, QTTS_OK, e};
+    rec r = {v, s, &s->xq, &s->xs, s->aux, tr != NULL, 0, QTTS_OK, e, NULL};
     if ((st = vk_cmd_begin(s->aux, e))) {
         free(layer_buf);
         return st;
     }
     vk_cmd_timestamp(s->aux, 0);
-    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
+    fwd_pos fp = {(uint32_t)L, 0, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0, 0};
     forward(&r, &v->talker, &s->ta, 1, n, &fp, tr, layer_buf);
     rmsnorm(&r, &s->ta.x, (uint32_t)((size_t)(n - 1) * H), &s->y, 0, v->talker.final_norm, H, 1, v->talker.cfg.eps);
     vk_cmd_timestamp(s->aux, 1);
@@ -869,7 +895,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
             free(tmp);
             return st;
         }
-        rec r = {v, s, &s->xq, &s->xs, s->aux, 1, 0, QTTS_OK, e};
+        rec r = {v, s, &s->xq, &s->xs, s->aux, 1, 0, QTTS_OK, e, NULL};
         if ((st = vk_cmd_begin(s->aux, e))) {
             free(tmp);
             return st;
@@ -881,7 +907,7 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
             return st;
     } else {
         if (!s->frame_ok) {
-            rec r = {v, s, &s->xq, &s->xs, s->frame, 0, 0, QTTS_OK, e};
+            rec r = {v, s, &s->xq, &s->xs, s->frame, 0, 0, QTTS_OK, e, NULL};
             if ((st = vk_cmd_begin(s->frame, e))) return st;
             record_frame(&r, NULL, 0, NULL);
             if (r.err) return r.err;
@@ -911,18 +937,21 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
 /* One frame of B streams in one submission (lm_vulkan.h lmv_batch_frame).
  * The rows of the step live in the batch's own activation buffers, stream
  * j's at row j (the predictor's first pass: rows 2j, 2j + 1), so each
- * weight product reads its matrix once for all B rows; what touches a
- * stream's state (its y, processors and draws, embeddings by its codes,
- * RoPE, cache store and attention over its caches, advance) is dispatched
- * per stream with that stream's buffers. Every weight product goes through
- * the matvec shaders (vec_any), whose rows are computed independently of n,
- * and every per-row op (rmsnorm, swiglu, embed) is per row, so each
- * stream's values are, bit for bit, those of its frame alone (lmv_frame).
- * The recording binds the member streams' buffers, so it is kept for one
- * ordered set of streams and made again when the set or a member's buffers
- * or recorded parameters change (stream gen): with continuous batching the
- * set changes only when a request joins or leaves, a few times over
- * hundreds of frames, and recording costs one frame's host time. */
+ * weight product reads its matrix once for all B rows. What touches a
+ * stream's own buffers (its y, processors and draws, embeddings by its
+ * codes, its text queue, RoPE, cache store and attention over its caches,
+ * the code ring, advance) goes through the *_tab shaders, which find
+ * stream j's buffers and request parameters in row j of the batch's
+ * stream table (vk_kernels.h vk_stream_entry: device addresses), one
+ * dispatch for all B streams. So the recording depends only on B: it is
+ * made once per batch size, on first use, and replayed whatever streams
+ * join, leave or grow their caches; the host writes the table (B x 128
+ * bytes) before each submission. The *_tab shaders share their plain
+ * forms' bodies, every weight product goes through the matvec shaders
+ * (vec_any), whose rows are computed independently of n, and every per-row
+ * op (rmsnorm, swiglu, embed) is per row, so each stream's values are, bit
+ * for bit, those of its frame alone (lmv_frame). Needs buffer device
+ * addresses (vk_dev_has_addresses). */
 struct lmv_batch {
     const lmv_model *v;
     lmv_act ta, ca;        /* talker scratch [LMV_BATCH_MAX] rows, predictor [2 LMV_BATCH_MAX] */
@@ -933,24 +962,34 @@ struct lmv_batch {
     vk_buf cp_logits;      /* [B][Vc] */
     vk_buf xq, xs;         /* dp4 activation scratch for 2 LMV_BATCH_MAX rows */
     vk_buf ckc, cvc;       /* predictor caches [LMV_BATCH_MAX][Lc][n_groups + 1][kvd_c] */
-    vk_cmd *frame;
-    int n;                 /* streams of the recording (0: none) */
-    uint64_t gen[LMV_BATCH_MAX];
+    vk_buf tab;            /* host-visible stream table [LMV_BATCH_MAX] vk_stream_entry */
+    vk_buf rb;             /* host-visible states after the frame [LMV_BATCH_MAX][VK_ST_WORDS] */
+    vk_cmd *frame[LMV_BATCH_MAX + 1]; /* the recording for each batch size, made on first use */
+    int n_recorded;
 };
+
+int lmv_can_batch(const lmv_model *v) { return vk_dev_has_addresses(v->dev); }
+int lmv_batch_recordings(const lmv_batch *b) { return b->n_recorded; }
 
 void lmv_batch_free(lmv_batch *b) {
     if (!b) return;
     vk_dev *d = b->v->dev;
-    vk_cmd_free(b->frame);
+    for (int i = 0; i <= LMV_BATCH_MAX; i++) vk_cmd_free(b->frame[i]);
     act_free(d, &b->ta);
     act_free(d, &b->ca);
-    vk_buf *bs[] = {&b->y, &b->logits, &b->cp_in, &b->cp_y, &b->cp_logits, &b->xq, &b->xs, &b->ckc, &b->cvc};
+    vk_buf *bs[] = {&b->y,  &b->logits, &b->cp_in, &b->cp_y, &b->cp_logits, &b->xq,
+                    &b->xs, &b->ckc,    &b->cvc,   &b->tab,  &b->rb};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) vk_buf_free(d, bs[i]);
     free(b);
 }
 
 qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
     *out = NULL;
+    if (!lmv_can_batch(v))
+        return err_set(e, QTTS_ERR_UNSUPPORTED,
+                       "Vulkan device %s has no buffer device addresses (bufferDeviceAddress), which batched "
+                       "frames need",
+                       vk_dev_info(v->dev)->name);
     lmv_batch *b = calloc(1, sizeof *b);
     if (!b) return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     b->v = v;
@@ -969,7 +1008,8 @@ qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
     const size_t ckv = (size_t)cc->n_layers * (v->n_groups + 1) * cc->n_kv_heads * cc->head_dim;
     if (!st) st = vk_buf_alloc(d, &b->ckc, sizeof(float) * M * ckv, 0, e);
     if (!st) st = vk_buf_alloc(d, &b->cvc, sizeof(float) * M * ckv, 0, e);
-    if (!st) st = vk_cmd_new(d, &b->frame, e);
+    if (!st) st = vk_buf_alloc(d, &b->tab, sizeof(vk_stream_entry) * M, 1, e);
+    if (!st) st = vk_buf_alloc(d, &b->rb, sizeof(uint32_t) * VK_ST_WORDS * M, 1, e);
     if (st) {
         lmv_batch_free(b);
         return st;
@@ -978,86 +1018,144 @@ qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
     return QTTS_OK;
 }
 
-/* The frame of streams ss[0..n) (record_frame's dataflow, row j for ss[j]). */
-static void record_batch(rec *r, lmv_batch *b, lmv_stream *const *ss, int n) {
+static void put_address(uint32_t w[2], const vk_dev *d, const vk_buf *b) {
+    const uint64_t a = vk_buf_address(d, b);
+    w[0] = (uint32_t)a;
+    w[1] = (uint32_t)(a >> 32);
+}
+
+/* Row j of the stream table: s's buffers and request parameters, as
+ * record_frame binds and pushes them for s alone. */
+static void table_entry(const lmv_model *v, const lmv_stream *s, vk_stream_entry *t) {
+    const vk_dev *d = v->dev;
+    const tf_config *tc = &v->talker.cfg;
+    memset(t, 0, sizeof *t);
+    put_address(t->kc, d, &s->kc);
+    put_address(t->vc, d, &s->vc);
+    put_address(t->rope, d, &s->rope);
+    put_address(t->st, d, &s->st);
+    put_address(t->seen, d, &s->seen);
+    put_address(t->teach, d, &s->teach);
+    put_address(t->queue, d, &s->queue);
+    put_address(t->ring, d, &s->code_ring);
+    put_address(t->y, d, &s->y);
+    t->layer_floats = (uint32_t)((size_t)s->cap * tc->n_kv_heads * tc->head_dim);
+    t->nq = (uint32_t)s->nq;
+    const qtts_sampling *a = &s->sp_talker, *p = &s->sp_pred;
+    t->t_do_sample = (uint32_t)(a->do_sample != 0);
+    t->t_top_k = (uint32_t)(a->top_k > 0 ? a->top_k : 0);
+    t->t_temperature = a->temperature;
+    t->t_top_p = a->top_p;
+    t->t_penalty = a->repetition_penalty;
+    t->p_do_sample = (uint32_t)(p->do_sample != 0);
+    t->p_top_k = (uint32_t)(p->top_k > 0 ? p->top_k : 0);
+    t->p_temperature = p->temperature;
+    t->p_top_p = p->top_p;
+}
+
+/* The embedding rows of n streams' ids (stream j's st[id_pos]) into out
+ * rows out_off + j * out_rs; queue: from each stream's text queue. */
+static void embed_tab(rec *r, const lmv_table *t, uint32_t id_pos, int n, const vk_buf *out, uint32_t out_off,
+                      uint32_t out_rs, int accumulate, int queue) {
+    const vk_pc_embed pc = {(uint32_t)t->cols, 0, id_pos, 0, 0xffffffffu, out_off, (uint32_t)accumulate, out_rs,
+                            (uint32_t)queue};
+    const vk_binding b[3] = {B(&t->buf), {0}, B(out)};
+    dispatch_tab(r, t->bf16 ? "embed_bf16_tab" : "embed_f32_tab", b, 3, &pc, sizeof pc, CEILDIV(t->cols, 256),
+                 (uint32_t)n);
+}
+
+/* n streams' draws of codebook `group` from logits rows logits_off + j * V. */
+static void sample_tab(rec *r, const vk_buf *logits, int V, int group, int n, int mark_seen) {
+    const vk_pc_sample pc = {(uint32_t)V, 0, 0, 0, 1.0f, 1.0f, (uint32_t)group, (uint32_t)(r->v->n_groups + 1),
+                             (uint32_t)mark_seen};
+    const vk_binding b[1] = {B(logits)};
+    dispatch_tab(r, "sample_tab", b, 1, &pc, sizeof pc, (uint32_t)n, 1);
+}
+
+/* The frame of n streams (record_frame's dataflow, row j for stream j of
+ * the table). */
+static void record_batch(rec *r, lmv_batch *b, int n) {
     const lmv_model *v = b->v;
     const qtts_config *cfg = &v->m->cfg;
     const int H = v->talker.cfg.hidden, V = v->talker.cfg.vocab, Hc = v->cp.cfg.hidden, Vc = v->cp.cfg.vocab;
     const int G = v->n_groups + 1;
-    const size_t fH = sizeof(float) * H;
     fwd_pos fp[LMV_BATCH_MAX];
+    memset(fp, 0, sizeof fp);
     timestamp(r, Q_FRAME_START);
-    for (int j = 0; j < n; j++) vk_cmd_copy(r->cmd, &ss[j]->y, 0, &b->y, fH * j, fH);
+    {
+        const vk_pc_rows_tab pc = {(uint32_t)H, 0, 0};
+        const vk_binding bb[1] = {B(&b->y)};
+        dispatch_tab(r, "rows_tab", bb, 1, &pc, sizeof pc, CEILDIV(H, 256), (uint32_t)n);
+    }
     /* codebook 0 */
     mm(r, &v->codec_head, &b->y, 0, &b->logits, 0, n, 0, NULL);
     timestamp(r, Q_HEAD_END);
-    for (int j = 0; j < n; j++) {
-        lmv_stream *s = ss[j];
-        vk_cmd_copy(r->cmd, &b->logits, sizeof(float) * V * j, &s->logits, 0, sizeof(float) * V);
-        vk_pc_logits_talker pc = {(uint32_t)V, (uint32_t)cfg->codec_eos, 2, (uint32_t)cfg->cp.vocab,
-                                  s->sp_talker.repetition_penalty};
-        const vk_binding bb[3] = {B(&s->logits), B(&s->seen), B(&s->st)};
-        dispatch(r, "logits_talker", bb, 3, &pc, sizeof pc, CEILDIV(V, 256), 1);
-        sample(r, s, &s->logits, 0, V, &s->sp_talker, 0, 1);
+    {
+        const vk_pc_logits_talker pc = {(uint32_t)V, (uint32_t)cfg->codec_eos, 2, (uint32_t)cfg->cp.vocab, 1.0f};
+        const vk_binding bb[1] = {B(&b->logits)};
+        dispatch_tab(r, "logits_talker_tab", bb, 1, &pc, sizeof pc, CEILDIV(V, 256), (uint32_t)n);
     }
+    sample_tab(r, &b->logits, V, 0, n, 1);
     timestamp(r, Q_SAMPLE0_END);
     /* code predictor: per stream rows y and codec_embedding[c0] at positions 0, 1 */
     timestamp(r, Q_CP_START);
-    for (int j = 0; j < n; j++) {
-        vk_cmd_copy(r->cmd, &b->y, fH * j, &b->cp_in, fH * 2 * j, fH);
-        embed(r, &v->ce, 0, &ss[j]->st, VK_ST_CODES, 0, 0xffffffffu, &b->cp_in, (uint32_t)((2 * j + 1) * H), 0);
+    {
+        const vk_pc_copy2d pc = {(uint32_t)n, (uint32_t)H, 0, (uint32_t)H, 1, 0, (uint32_t)(2 * H), 1};
+        const vk_binding bb[2] = {B(&b->y), B(&b->cp_in)};
+        dispatch(r, "copy2d_f32", bb, 2, &pc, sizeof pc, CEILDIV(H, 64), (uint32_t)n);
     }
+    embed_tab(r, &v->ce, VK_ST_CODES, n, &b->cp_in, (uint32_t)H, (uint32_t)(2 * H), 0, 0);
     /* the predictor's caches are the batch's, one region per stream: every pass reads only positions this
        frame wrote, at positions pos0 + i the same for every stream, so one dispatch serves all */
     const tf_config *cc = &v->cp.cfg;
     const uint32_t ckv = (uint32_t)(cc->n_layers * G * cc->n_kv_heads * cc->head_dim);
-    for (int j = 0; j < n; j++) fp[j] = (fwd_pos){0, 0, &b->ckc, &b->cvc, &v->cp_rope, NULL, G, 0};
+    for (int j = 0; j < n; j++) fp[j] = (fwd_pos){0, 0, &b->ckc, &b->cvc, &v->cp_rope, NULL, G, 0, 0};
     fp[0].stride = ckv;
     for (int g = 0; g < v->n_groups; g++) {
         const int rows = g == 0 ? 2 : 1;
-        if (g > 0)
-            for (int j = 0; j < n; j++)
-                embed(r, &v->cpe[g - 1], 0, &ss[j]->st, VK_ST_CODES + g, 0, 0xffffffffu, &b->cp_in, (uint32_t)(j * H),
-                      0);
+        if (g > 0) embed_tab(r, &v->cpe[g - 1], VK_ST_CODES + g, n, &b->cp_in, 0, (uint32_t)H, 0, 0);
         if (v->has_proj) mm(r, &v->proj, &b->cp_in, 0, &b->ca.x, 0, n * rows, 0, &v->proj_b);
-        else vk_cmd_copy(r->cmd, &b->cp_in, 0, &b->ca.x, 0, fH * n * rows);
+        else vk_cmd_copy(r->cmd, &b->cp_in, 0, &b->ca.x, 0, sizeof(float) * H * n * rows);
         for (int j = 0; j < n; j++) fp[j].pos0 = g == 0 ? 0 : (uint32_t)(g + 1);
         forward(r, &v->cp, &b->ca, n, rows, fp, NULL, NULL);
-        if (rows == 1) rmsnorm(r, &b->ca.x, 0, &b->cp_y, 0, v->cp.final_norm, Hc, n, cc->eps);
-        else
-            for (int j = 0; j < n; j++)
-                rmsnorm(r, &b->ca.x, (uint32_t)((2 * j + 1) * Hc), &b->cp_y, (uint32_t)(j * Hc), v->cp.final_norm, Hc,
-                        1, cc->eps);
+        {   /* each stream's last row */
+            const vk_pc_rmsnorm pc = {(uint32_t)Hc, (uint32_t)n, (uint32_t)((rows - 1) * Hc), 0, v->cp.final_norm,
+                                      cc->eps, (uint32_t)(rows * Hc)};
+            const vk_binding bb[3] = {B(&b->ca.x), B(&v->small), B(&b->cp_y)};
+            dispatch(r, "rmsnorm", bb, 3, &pc, sizeof pc, (uint32_t)n, 1);
+        }
         mm(r, &v->heads[g], &b->cp_y, 0, &b->cp_logits, 0, n, 0, NULL);
         timestamp(r, Q_CP_SAMPLE + 2 * g);
-        for (int j = 0; j < n; j++)
-            sample(r, ss[j], &b->cp_logits, (uint32_t)(j * Vc), Vc, &ss[j]->sp_pred, g + 1, 0);
+        sample_tab(r, &b->cp_logits, Vc, g + 1, n, 0);
         timestamp(r, Q_CP_SAMPLE + 2 * g + 1);
     }
     timestamp(r, Q_CP_END);
-    for (int j = 0; j < n; j++) push_codes(r, ss[j]);
-    /* the next talker inputs: frame embedding + next text vector (or tts_pad) */
-    for (int j = 0; j < n; j++) {
-        lmv_stream *s = ss[j];
-        const uint32_t o = (uint32_t)(j * H);
-        embed(r, &v->ce, 0, &s->st, VK_ST_CODES, 0, 0xffffffffu, &b->ta.x, o, 0);
-        for (int g = 1; g < G; g++)
-            embed(r, &v->cpe[g - 1], 0, &s->st, VK_ST_CODES + g, 0, 0xffffffffu, &b->ta.x, o, 1);
-        const lmv_table qt = {s->queue, s->queue_rows, H, 0};
-        embed(r, &qt, 0, &s->st, VK_ST_K, 0, (uint32_t)s->nq, &b->ta.x, o, 1);
-        fp[j] = (fwd_pos){0, 1, &s->kc, &s->vc, &s->rope, &s->st, s->cap, 0};
+    {
+        const vk_pc_codes_push pc = {(uint32_t)G, LMV_CODE_RING};
+        dispatch_tab(r, "codes_push_tab", NULL, 0, &pc, sizeof pc, (uint32_t)n, 1);
     }
+    /* the next talker inputs: frame embedding + next text vector (or tts_pad) */
+    embed_tab(r, &v->ce, VK_ST_CODES, n, &b->ta.x, 0, (uint32_t)H, 0, 0);
+    for (int g = 1; g < G; g++) embed_tab(r, &v->cpe[g - 1], VK_ST_CODES + g, n, &b->ta.x, 0, (uint32_t)H, 1, 0);
+    {
+        const lmv_table qt = {v->ce.buf, 0, H, 0}; /* binding 0 is unread: each stream's queue by address */
+        embed_tab(r, &qt, VK_ST_K, n, &b->ta.x, 0, (uint32_t)H, 1, 1);
+    }
+    fp[0] = (fwd_pos){0};
+    fp[0].tab = 1;
     forward(r, &v->talker, &b->ta, n, 1, fp, NULL, NULL);
     rmsnorm(r, &b->ta.x, 0, &b->y, 0, v->talker.final_norm, H, n, v->talker.cfg.eps);
-    for (int j = 0; j < n; j++) {
-        vk_cmd_copy(r->cmd, &b->y, fH * j, &ss[j]->y, 0, fH);
-        vk_pc_advance pc = {0};
-        const vk_binding bb[1] = {B(&ss[j]->st)};
-        dispatch(r, "advance", bb, 1, &pc, sizeof pc, 1, 1);
+    {
+        const vk_pc_rows_tab pc = {(uint32_t)H, 0, 1};
+        const vk_binding bb[1] = {B(&b->y)};
+        dispatch_tab(r, "rows_tab", bb, 1, &pc, sizeof pc, CEILDIV(H, 256), (uint32_t)n);
+    }
+    {
+        const vk_pc_advance pc = {0};
+        const vk_binding bb[1] = {B(&b->rb)};
+        dispatch_tab(r, "advance_tab", bb, 1, &pc, sizeof pc, (uint32_t)n, 1);
     }
     timestamp(r, Q_STEP_END);
-    for (int j = 0; j < n; j++)
-        vk_cmd_copy(r->cmd, &ss[j]->st, 0, &ss[j]->rb, 0, sizeof(uint32_t) * VK_ST_WORDS);
 }
 
 qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
@@ -1075,23 +1173,29 @@ qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t 
     }
     for (int j = 0; j < n; j++)
         if ((st = frame_begin(ss[j], e))) return st;
-    int same = b->n == n;
-    for (int j = 0; same && j < n; j++) same = b->gen[j] == ss[j]->gen;
-    if (!same) {
-        b->n = 0;
-        rec r = {v, NULL, &b->xq, &b->xs, b->frame, 0, 1, QTTS_OK, e};
-        if ((st = vk_cmd_begin(b->frame, e))) return st;
-        record_batch(&r, b, ss, n);
-        if (r.err) return r.err;
-        if ((st = vk_cmd_end(b->frame, e))) return st;
-        for (int j = 0; j < n; j++) b->gen[j] = ss[j]->gen;
-        b->n = n;
+    vk_stream_entry *tab = b->tab.map;
+    for (int j = 0; j < n; j++) table_entry(v, ss[j], &tab[j]);
+    vk_cmd **c = &b->frame[n];
+    if (!*c) {
+        if ((st = vk_cmd_new(v->dev, c, e))) return st;
+        rec r = {v, NULL, &b->xq, &b->xs, *c, 0, 1, QTTS_OK, e, &b->tab};
+        if (!(st = vk_cmd_begin(*c, e))) {
+            record_batch(&r, b, n);
+            st = r.err ? r.err : vk_cmd_end(*c, e);
+        }
+        if (st) {
+            vk_cmd_free(*c);
+            *c = NULL;
+            return st;
+        }
+        b->n_recorded++;
     }
-    if ((st = vk_cmd_submit(b->frame, e)) || (st = vk_cmd_wait(b->frame, e))) return st;
-    frame_times(b->frame, v->n_groups, t);
-    vk_cmd_counts(b->frame, &t->dispatches, &t->copies);
+    if ((st = vk_cmd_submit(*c, e)) || (st = vk_cmd_wait(*c, e))) return st;
+    frame_times(*c, v->n_groups, t);
+    vk_cmd_counts(*c, &t->dispatches, &t->copies);
+    const uint32_t *rb = b->rb.map;
     for (int j = 0; j < n; j++) {
-        const uint32_t *w = ss[j]->rb.map;
+        const uint32_t *w = rb + (size_t)j * VK_ST_WORDS;
         for (int g = 0; g < G; g++) {
             codes[j * G + g] = (int32_t)w[VK_ST_CODES + g];
             if (agree) agree[j * G + g] = (int)w[VK_ST_AGREE + g];
@@ -1127,11 +1231,13 @@ qtts_status lmv_prefill(lmv_stream *s, const lmv_request *r, const lmv_trace *tr
 qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *agree, lmv_times *t, qtts_error *e) {
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
 }
+int lmv_can_batch(const lmv_model *v) { return 0; }
 qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e) {
     *out = NULL;
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);
 }
 void lmv_batch_free(lmv_batch *b) { (void)b; }
+int lmv_batch_recordings(const lmv_batch *b) { return 0; }
 qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
                             qtts_error *e) {
     return err_set(e, QTTS_ERR_UNSUPPORTED, NO_VULKAN);

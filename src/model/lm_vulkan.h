@@ -88,11 +88,13 @@ qtts_status lmv_frame(lmv_stream *s, const lmv_trace *tr, int32_t *codes, int *a
  * draws), reading each per-frame weight matrix once for all of them. Each
  * stream's codes, and so its audio, are bit for bit those lmv_frame gives it
  * alone, whichever streams share the batch. The batch owns the step's
- * activation rows and one recorded frame, kept while the ordered set of
- * streams and their buffers stay the same and made again when they change.
- * Untraced streams of one model only. */
+ * activation rows and one recorded frame per batch size, made on first use
+ * and replayed for any streams (they are named to it per frame through a
+ * table of buffer addresses). Untraced streams of one model only. */
 typedef struct lmv_batch lmv_batch;
 #define LMV_BATCH_MAX 8 /* VK_MATVEC_MAX_N: the matvec shaders' fast case */
+/* 1 when the device can run batched frames (buffer device addresses). */
+int lmv_can_batch(const lmv_model *v);
 qtts_status lmv_batch_new(const lmv_model *v, lmv_batch **out, qtts_error *e);
 void lmv_batch_free(lmv_batch *b);
 /* Frame of each of ss[0..n), 1 <= n <= LMV_BATCH_MAX, distinct streams:
@@ -100,6 +102,8 @@ void lmv_batch_free(lmv_batch *b);
  * t: the phase times of the whole submission. */
 qtts_status lmv_batch_frame(lmv_batch *b, lmv_stream *const *ss, int n, int32_t *codes, int *agree, lmv_times *t,
                             qtts_error *e);
+/* Recordings b has made (one per batch size it has run). */
+int lmv_batch_recordings(const lmv_batch *b);
 
 /* The stream's code ring: every frame's codes (EOS frames too) stay on the
  * device, frame number f (counted from lmv_stream_new, across requests) in

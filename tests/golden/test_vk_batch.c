@@ -3,7 +3,10 @@
  * groups of 1 to LMV_BATCH_MAX, get exactly the codes they get stepped alone
  * (lmv_frame), with sampling on (every warper, a seed each, different
  * parameters per stream) and teacher forcing on one; with the weights as
- * stored and quantised to int8 and int4. Reports, as lavapipe figures where
+ * stored and quantised to int8 and int4. Each batch records its frame once
+ * per batch size, whatever streams it later serves: a stream re-prefilled
+ * with a longer prompt (new, larger caches) joins a size already recorded
+ * and still gets its codes alone. Reports, as lavapipe figures where
  * that is the device, one frame of 4 streams batched against 4 frames one
  * after another. Prompts are seeded random rows (the step's arithmetic, not
  * the text front end, is under test). SKIP without a Vulkan device. */
@@ -114,6 +117,8 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
        frame; streams leave when done */
     lmv_batch *bt[N_STREAMS] = {0};
     int done[N_STREAMS] = {0}, fi[N_STREAMS] = {0}, bad = 0, groups = 0, max_b = 0;
+    int sizes[N_STREAMS][LMV_BATCH_MAX + 1]; /* sizes[gi][nb]: batch gi ran nb streams */
+    memset(sizes, 0, sizeof sizes);
     for (int i = 0; i < N_STREAMS && !st; i++) st = lmv_batch_new(m->lmv, &bt[i], &e);
     for (int step = 0; !st; step++) {
         lmv_stream *act[N_STREAMS];
@@ -138,6 +143,7 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
             int32_t codes[LMV_BATCH_MAX * G_MAX];
             lmv_times t;
             st = lmv_batch_frame(bt[gi], act + g0, nb, codes, NULL, &t, &e);
+            sizes[gi][nb] = 1;
             groups++;
             if (nb > max_b) max_b = nb;
             for (int j = 0; j < nb && !st; j++) {
@@ -154,6 +160,53 @@ static void run(qtts_weight_type wt, const char *pfx, int timing) {
     snprintf(name, sizeof name, "%s/together_exact", pfx);
     test_report(name, !st && !bad, "%s%d frames differ (%d batched frames, up to %d streams)", st ? e.msg : "", bad,
                 groups, max_b);
+    /* one recording per size each batch ran, whatever streams it served */
+    int rec_bad = 0, n_sizes = 0, n_rec = 0;
+    for (int i = 0; i < N_STREAMS && bt[i]; i++) {
+        int k = 0;
+        for (int nb = 1; nb <= LMV_BATCH_MAX; nb++) k += sizes[i][nb];
+        n_sizes += k;
+        n_rec += lmv_batch_recordings(bt[i]);
+        rec_bad += lmv_batch_recordings(bt[i]) != k;
+    }
+    snprintf(name, sizeof name, "%s/one_recording_per_size", pfx);
+    test_report(name, !st && !rec_bad && n_sizes > 0, "%d recordings for %d (batch, size) pairs", n_rec, n_sizes);
+    /* a stream whose caches and scratch were made again (a longer prompt) joins a recorded size */
+    if (!st) {
+        stream_def dl = defs[1];
+        dl.P = 300;
+        inputs il;
+        make_inputs(&il, &dl, H, G);
+        int32_t want[2][FRAMES][G_MAX], got[LMV_BATCH_MAX * G_MAX];
+        st = prefill(ss[1], &dl, &il, G, &e);
+        for (int f = 0; f < 4 && !st; f++) {
+            lmv_times t;
+            st = lmv_frame(ss[1], NULL, want[1][f], NULL, &t, &e);
+        }
+        if (!st) st = prefill(ss[0], &defs[0], &ins[0], G, &e);
+        for (int f = 0; f < 4 && !st; f++) {
+            lmv_times t;
+            st = lmv_frame(ss[0], NULL, want[0][f], NULL, &t, &e);
+        }
+        const int before = lmv_batch_recordings(bt[0]);
+        const int had2 = sizes[0][2];
+        if (!st) st = prefill(ss[0], &defs[0], &ins[0], G, &e);
+        if (!st) st = prefill(ss[1], &dl, &il, G, &e);
+        int diff = 0;
+        for (int f = 0; f < 4 && !st; f++) {
+            lmv_times t;
+            st = lmv_batch_frame(bt[0], ss, 2, got, NULL, &t, &e);
+            for (int j = 0; j < 2 && !st; j++) diff += memcmp(got + j * G, want[j][f], sizeof(int32_t) * G) != 0;
+        }
+        const int made = lmv_batch_recordings(bt[0]) - before;
+        snprintf(name, sizeof name, "%s/regrown_stream_joins", pfx);
+        test_report(name, !st && !diff && made == (had2 ? 0 : 1), "%s%d frames differ; %d new recordings (size 2 %s)",
+                    st ? e.msg : "", diff, made, had2 ? "recorded before" : "new");
+        free(il.embeds);
+        free(il.queue);
+        free(il.pad);
+        free(il.teach);
+    }
     if (timing && !st) {
         /* the recording's length: dispatches and copies of one frame, alone and batched */
         int32_t cc[LMV_BATCH_MAX * G_MAX];

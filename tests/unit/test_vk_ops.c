@@ -134,7 +134,7 @@ static void test_rmsnorm(gpu *g) {
                 for (int i = 0; i < n; i++) ops_rmsnorm(ref + (size_t)i * H, x + xo + (size_t)i * H, gw + go, H, eps);
                 vk_buf bx = mk(g, x, sizeof(float) * nx), bg = mk(g, gw, sizeof(float) * (H + go));
                 vk_buf by = inplace ? bx : mk(g, NULL, sizeof(float) * nx);
-                vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, xo, yo, go, eps};
+                vk_pc_rmsnorm pc = {(uint32_t)H, (uint32_t)n, xo, yo, go, eps, 0};
                 vk_binding b[3] = {{&bx, 0, 0}, {&bg, 0, 0}, {&by, 0, 0}};
                 run1(g, "rmsnorm", b, 3, &pc, sizeof pc, n, 1);
                 get(g, &by, out, sizeof(float) * nx);
@@ -466,7 +466,7 @@ static void test_embed(gpu *g) {
                     }
                     vk_buf bt = bf ? mk(g, tb, sizeof(uint16_t) * (to + R * H) + 4) : mk(g, tf, sizeof(float) * (to + R * H));
                     vk_buf bi = mk(g, ids, sizeof ids), bo = mk(g, o, sizeof(float) * (oo + H + 3));
-                    vk_pc_embed pc = {(uint32_t)H, to, 2, 3, 7, oo, (uint32_t)acc};
+                    vk_pc_embed pc = {(uint32_t)H, to, 2, 3, 7, oo, (uint32_t)acc, 0, 0};
                     vk_binding b[3] = {{&bt, 0, 0}, {&bi, 0, 0}, {&bo, 0, 0}};
                     run1(g, bf ? "embed_bf16" : "embed_f32", b, 3, &pc, sizeof pc, (H + 255) / 256, 1);
                     get(g, &bo, o, sizeof(float) * (oo + H + 3));

@@ -58,6 +58,10 @@ const qtts_device_info *vk_dev_info(const vk_dev *d);
 /* 1 when the device runs packed int8 dot products (VK_KHR_shader_integer_dot_product
  * enabled; qtts_device_info.int8_dot says whether they are accelerated). */
 int vk_dev_has_int_dot(const vk_dev *d);
+/* 1 when the device has bufferDeviceAddress (a Vulkan 1.2 feature that
+ * Vulkan 1.3 requires): then every buffer has a device address that
+ * shaders reach through GL_EXT_buffer_reference (vk_buf_address). */
+int vk_dev_has_addresses(const vk_dev *d);
 /* Bytes of device memory held by live buffers, and allocated from the driver
  * (allocations may be pooled: reserved >= allocated). */
 int64_t vk_dev_bytes_allocated(const vk_dev *d);
@@ -71,6 +75,8 @@ double vk_dev_timestamp_ns(const vk_dev *d);
  * Contents are undefined until written. */
 qtts_status vk_buf_alloc(vk_dev *d, vk_buf *b, size_t bytes, int host_visible, qtts_error *e);
 void vk_buf_free(vk_dev *d, vk_buf *b); /* accepts a zeroed buffer; zeroes it */
+/* The device address of b's first byte (vk_dev_has_addresses), else 0. */
+uint64_t vk_buf_address(const vk_dev *d, const vk_buf *b);
 /* Copy host memory into b at byte offset off (through a staging buffer for
  * device-local ones); waits until done. */
 qtts_status vk_buf_upload(vk_dev *d, vk_buf *b, size_t off, const void *src, size_t n, qtts_error *e);

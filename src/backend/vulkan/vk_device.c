@@ -6,7 +6,9 @@
  * copies on a one-off command buffer with a fence.
  * Must match: Vulkan 1.2 core (VkPhysicalDeviceVulkan11/12Features), with
  * VK_KHR_portability_enumeration / _subset for MoltenVK and
- * VK_KHR_shader_integer_dot_product where offered.
+ * VK_KHR_shader_integer_dot_product where offered, and bufferDeviceAddress
+ * (batched frames) where offered: then every buffer is made with
+ * SHADER_DEVICE_ADDRESS usage and its memory with DEVICE_ADDRESS.
  * Memory: one VkDeviceMemory per buffer (no pooling), so
  * vk_dev_bytes_reserved == vk_dev_bytes_allocated; the internal staging
  * buffer (VK_STAGING_BYTES of host-visible memory, made on the first
@@ -154,6 +156,7 @@ typedef struct dev_caps {
     int ext_int_dot;        /* VK_KHR_shader_integer_dot_product offered, with its feature */
     int ext_portability;    /* VK_KHR_portability_subset offered (must then be enabled) */
     int subgroup_ext_types; /* shaderSubgroupExtendedTypes */
+    int bda;                /* bufferDeviceAddress (Vulkan 1.2 feature; required by Vulkan 1.3) */
 } dev_caps;
 
 static void add_why(dev_caps *c, const char *what) {
@@ -235,6 +238,7 @@ static qtts_status get_caps(VkPhysicalDevice p, dev_caps *c, qtts_error *e) {
     c->ts_period = base.limits.timestampPeriod;
     memcpy(c->max_groups, base.limits.maxComputeWorkGroupCount, sizeof c->max_groups);
     c->subgroup_ext_types = v12 && f12.shaderSubgroupExtendedTypes;
+    c->bda = v12 && f12.bufferDeviceAddress;
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(p, &nq, NULL);
@@ -304,7 +308,8 @@ static qtts_status open_device(vk_dev *d, const dev_caps *c, qtts_error *e) {
                                             .shaderInt8 = VK_TRUE,
                                             .shaderFloat16 = c->info.fp16 ? VK_TRUE : VK_FALSE,
                                             .shaderSubgroupExtendedTypes =
-                                                c->subgroup_ext_types ? VK_TRUE : VK_FALSE};
+                                                c->subgroup_ext_types ? VK_TRUE : VK_FALSE,
+                                            .bufferDeviceAddress = c->bda ? VK_TRUE : VK_FALSE};
     VkPhysicalDeviceVulkan11Features f11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
                                             .pNext = &f12,
                                             .storageBuffer16BitAccess = VK_TRUE};
@@ -372,6 +377,7 @@ qtts_status vk_dev_create(vk_dev **out, int index, qtts_error *e) {
     if (st == QTTS_OK) {
         d->info = c.info;
         d->int_dot = c.ext_int_dot;
+        d->bda = c.bda;
         d->qfam = c.qfam;
         d->ssbo_align = c.ssbo_align ? c.ssbo_align : 1;
         d->max_range = c.max_range;
@@ -409,6 +415,13 @@ void vk_dev_free(vk_dev *d) {
 
 const qtts_device_info *vk_dev_info(const vk_dev *d) { return &d->info; }
 int vk_dev_has_int_dot(const vk_dev *d) { return d->int_dot; }
+int vk_dev_has_addresses(const vk_dev *d) { return d->bda; }
+
+uint64_t vk_buf_address(const vk_dev *d, const vk_buf *b) {
+    if (!d->bda || !b || !b->buf) return 0;
+    VkBufferDeviceAddressInfo ai = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
+    return (uint64_t)vkGetBufferDeviceAddress(d->dev, &ai);
+}
 
 int64_t vk_dev_bytes_allocated(const vk_dev *d) {
     vk_dev *m = (vk_dev *)d;
@@ -442,7 +455,8 @@ qtts_status vk_buf_alloc_raw(vk_dev *d, vk_buf *b, size_t bytes, int host_visibl
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               .size = bytes,
                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                       (d->bda ? VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : 0),
                               .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = vkCreateBuffer(d->dev, &bci, NULL, &b->buf);
     if (r != VK_SUCCESS) {
@@ -460,7 +474,10 @@ qtts_status vk_buf_alloc_raw(vk_dev *d, vk_buf *b, size_t bytes, int host_visibl
         return err_set(e, QTTS_ERR_UNSUPPORTED, "Vulkan device %s has no %s memory type for storage buffers",
                        d->info.name, host_visible ? "host-visible coherent" : "usable");
     }
+    VkMemoryAllocateFlagsInfo maf = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO,
+                                     .flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT};
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .pNext = d->bda ? &maf : NULL,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = (uint32_t)mt};
     r = vkAllocateMemory(d->dev, &mai, NULL, &b->mem);

@@ -43,6 +43,7 @@ struct vk_dev {
     uint32_t ts_valid_bits;      /* timestampValidBits of the queue family (0: none) */
     double ts_period_ns;         /* timestampPeriod; 0 when ts_valid_bits is 0 */
     int int_dot;                 /* VK_KHR_shader_integer_dot_product enabled (accelerated or not) */
+    int bda;                     /* bufferDeviceAddress enabled: every buffer has a device address */
 
     pthread_mutex_t queue_lock;
     pthread_mutex_t xfer_lock;

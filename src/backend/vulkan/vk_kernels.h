@@ -64,12 +64,14 @@ typedef struct vk_pc_matmul {
 #define VK_MATMUL_TM 32
 #define VK_MATMUL_TN 32
 
-/* rmsnorm.comp: y[i] = x[i] * (1 / sqrt(mean(x[i]^2) + eps)) * g, rows of H.
+/* rmsnorm.comp: y[i] = x[i] * (1 / sqrt(mean(x[i]^2) + eps)) * g, rows of H
+ * (x row i at x_off + i * x_rs, x_rs 0: H; y rows packed).
  * Bindings: 0 x, 1 g, 2 y (may be the same buffer as x).
  * Dispatch (n, 1, 1): one workgroup per row. */
 typedef struct vk_pc_rmsnorm {
     uint32_t H, n, x_off, y_off, g_off;
     float eps;
+    uint32_t x_rs;
 } vk_pc_rmsnorm;
 
 /* qk_rope.comp: per row i (position p_i, see below): each of the nh query
@@ -124,10 +126,15 @@ typedef struct vk_pc_swiglu {
 /* embed_{f32,bf16}.comp: out[out_off + j] (+)= table[table_off + idx * H + j]
  * for j < H, with idx = min(ids[id_pos] + id_add, id_max) (ids: uint32).
  * Bindings: 0 table, 1 ids (uint), 2 out.
- * Dispatch (ceil(H / 256), 1, 1). */
+ * Dispatch (ceil(H / 256), 1, 1).
+ * embed_{f32,bf16}_tab.comp (a batch, vk_stream_entry): row y's ids are
+ * stream y's state, its out row at out_off + y * out_rs; queue (f32 only):
+ * the table is stream y's text queue and id_max its nq. Bindings: 0 table,
+ * 2 out, the stream table. Dispatch (ceil(H / 256), n, 1). */
 typedef struct vk_pc_embed {
     uint32_t H, table_off, id_pos, id_add;
-    uint32_t id_max, out_off, accumulate;
+    uint32_t id_max, out_off, accumulate, out_rs;
+    uint32_t queue;
 } vk_pc_embed;
 
 /* logits_talker.comp: the talker's logits processors, in place on
@@ -179,6 +186,40 @@ typedef struct vk_pc_advance {
 typedef struct vk_pc_codes_push {
     uint32_t G, ring_frames;
 } vk_pc_codes_push;
+
+/* The stream table of a batched frame (shaders/stream_table.glsl): entry j
+ * names stream j by the device addresses of its buffers (vk_buf_address, as
+ * low and high words) and carries its per-request parameters, so a batch's
+ * recording depends only on its size. Bound at VK_TAB_BINDING by the *_tab
+ * shaders, whose entries are per stream where their plain forms take one
+ * stream's buffers and push constants:
+ *  qk_rope_tab, attention_tab: row j = stream j (rows = pos_state = 1),
+ *    caches at layer cache_off (cache_off * layer_floats);
+ *  logits_talker_tab: (ceil(V / 256), n), logits row j at j * V, t_penalty;
+ *  sample_tab: workgroup j, logits row at logits_off + j * V, the talker's
+ *    (group 0) or predictor's parameters from the entry;
+ *  embed_*_tab: see vk_pc_embed;
+ *  codes_push_tab: workgroup j (binds only the table);
+ *  advance_tab: workgroup j of VK_ST_WORDS threads; binding 0 gets every
+ *    stream's state after the advance, [n][VK_ST_WORDS];
+ *  rows_tab: batch rows <-> each stream's y (vk_pc_rows_tab). */
+#define VK_TAB_BINDING 9
+typedef struct vk_stream_entry {
+    uint32_t kc[2], vc[2], rope[2], st[2], seen[2], teach[2], queue[2], ring[2], y[2];
+    uint32_t layer_floats, nq;
+    uint32_t t_do_sample, t_top_k;
+    float t_temperature, t_top_p, t_penalty;
+    uint32_t p_do_sample, p_top_k;
+    float p_temperature, p_top_p;
+    uint32_t pad[3];
+} vk_stream_entry;
+_Static_assert(sizeof(vk_stream_entry) == 128, "vk_stream_entry mirrors stream_table.glsl (32 words)");
+
+/* rows_tab.comp: dir 0: rows[off + j * H + i] = y_j[i]; dir 1 the reverse.
+ * Bindings: 0 rows, the stream table. Dispatch (ceil(H / 256), n, 1). */
+typedef struct vk_pc_rows_tab {
+    uint32_t H, off, dir;
+} vk_pc_rows_tab;
 
 /* codes_gather.comp: when ctl[2] != 0, codes[t][q] = ring[((ctl[1] + t) %
  * ring_frames)][q] clamped to [0, size). Bindings: 0 ring int, 1 ctl uint,

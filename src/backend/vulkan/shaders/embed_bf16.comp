@@ -12,27 +12,5 @@
  * a copy, coalesced across the workgroup. */
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_shader_16bit_storage : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
-#include "common.glsl"
-
-layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
-
-layout(std430, set = 0, binding = 0) readonly buffer BT { uint16_t table[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BI { uint ids[]; };
-layout(std430, set = 0, binding = 2) buffer BO { float o[]; };
-
-layout(push_constant) uniform PC {
-    uint H, table_off, id_pos, id_add;
-    uint id_max, out_off, accumulate;
-} pc;
-
-void main() {
-    const uint j = gl_GlobalInvocationID.x;
-    if (j >= pc.H) return;
-    const uint idx = min(ids[pc.id_pos] + pc.id_add, pc.id_max);
-    const uint ti = pc.table_off + idx * pc.H + j;
-    const float x = uintBitsToFloat(uint(table[ti]) << 16);
-    if (pc.accumulate != 0u) o[pc.out_off + j] += x;
-    else o[pc.out_off + j] = x;
-}
+#define VK_BF16 1
+#include "embed.glsl"

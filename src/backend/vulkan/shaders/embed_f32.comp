@@ -12,25 +12,4 @@
  * a copy, coalesced across the workgroup. */
 #version 450
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
-
-layout(local_size_x = 256, local_size_y = 1, local_size_z = 1) in;
-
-layout(std430, set = 0, binding = 0) readonly buffer BT { float table[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BI { uint ids[]; };
-layout(std430, set = 0, binding = 2) buffer BO { float o[]; };
-
-layout(push_constant) uniform PC {
-    uint H, table_off, id_pos, id_add;
-    uint id_max, out_off, accumulate;
-} pc;
-
-void main() {
-    const uint j = gl_GlobalInvocationID.x;
-    if (j >= pc.H) return;
-    const uint idx = min(ids[pc.id_pos] + pc.id_add, pc.id_max);
-    const uint ti = pc.table_off + idx * pc.H + j;
-    const float x = table[ti];
-    if (pc.accumulate != 0u) o[pc.out_off + j] += x;
-    else o[pc.out_off + j] = x;
-}
+#include "embed.glsl"

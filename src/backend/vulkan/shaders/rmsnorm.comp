@@ -5,7 +5,7 @@
  * subgroup in shared memory) -> scale -> y row.
  *
  * Bindings (vk_kernels.h vk_pc_rmsnorm):
- *   0 x  float, row i at x_off + i * H
+ *   0 x  float, row i at x_off + i * x_rs (x_rs 0: H)
  *   1 g  float[H] at g_off
  *   2 y  float, row i at y_off + i * H (may be the buffer of x, in place:
  *        every thread reads its own elements before it writes them)
@@ -29,6 +29,7 @@ layout(std430, set = 0, binding = 2) buffer BY { float y[]; };
 layout(push_constant) uniform PC {
     uint H, n, x_off, y_off, g_off;
     float eps;
+    uint x_rs; /* floats between x rows; 0: H */
 } pc;
 
 shared float part[WG]; /* one partial sum per subgroup */
@@ -36,7 +37,7 @@ shared float part[WG]; /* one partial sum per subgroup */
 void main() {
     const uint row = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
     if (row >= pc.n) return; /* uniform for the whole workgroup */
-    const uint xo = pc.x_off + row * pc.H, yo = pc.y_off + row * pc.H;
+    const uint xo = pc.x_off + row * (pc.x_rs != 0u ? pc.x_rs : pc.H), yo = pc.y_off + row * pc.H;
     float s = 0.0;
     for (uint j = t; j < pc.H; j += WG) {
         const float v = x[xo + j];
