@@ -78,7 +78,8 @@ typedef enum qtts_weight_type {
  * the convolutions' inputs). The Vulkan decoder always computes in f32. */
 typedef enum qtts_codec_weights {
     QTTS_CODEC_F32 = 0,  /* f32: matches the official decoder within 1e-4 */
-    QTTS_CODEC_BF16 = 1, /* reserved: not implemented yet (qtts_model_load fails with QTTS_ERR_UNSUPPORTED) */
+    QTTS_CODEC_BF16 = 1, /* bf16 weights and convolution inputs, f32 sums, for the stages
+                            docs/MODEL.md lists (the rest stays f32) */
     QTTS_CODEC_Q8 = 2    /* int8: per-output-channel weight scales, per-step activation scales,
                             for the stages docs/MODEL.md lists (the rest stays f32) */
 } qtts_codec_weights;

@@ -536,28 +536,37 @@ qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int 
 
 static void drop_q8(codec_decoder *d) {
     conv_q8_w_free(&d->dec0_q);
+    conv_bf16_w_free(&d->dec0_h);
     for (int b = 0; b < CODEC_MAX_BLOCKS; b++) {
         conv_q8_w_free(&d->blocks[b].tconv_q);
+        conv_bf16_w_free(&d->blocks[b].tconv_h);
         for (int r = 0; r < CODEC_N_RES; r++) {
             conv_q8_w_free(&d->blocks[b].ru[r].conv1_q);
             conv_q8_w_free(&d->blocks[b].ru[r].conv2_q);
+            conv_bf16_w_free(&d->blocks[b].ru[r].conv1_h);
+            conv_bf16_w_free(&d->blocks[b].ru[r].conv2_h);
         }
     }
     d->q8 = 0;
 }
 
+/* One conv's int8 or bf16 form. */
+static int make_form(int fmt, conv_q8_w *q, conv_bf16_w *h, const float *w, const float *b, int cout, int cin, int k) {
+    return fmt == QTTS_CODEC_Q8 ? conv_q8_w_make(q, w, b, cout, cin, k) : conv_bf16_w_make(h, w, b, cout, cin, k);
+}
+
 qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e) {
     drop_q8(d);
     if (fmt == QTTS_CODEC_F32) return QTTS_OK;
-    if (fmt != QTTS_CODEC_Q8)
-        return err_set(e, QTTS_ERR_UNSUPPORTED, "codec decoder format %d is not implemented (f32 or q8)", fmt);
-    const char *pe = getenv("QTTS_CODEC_Q8_PARTS");
+    if (fmt != QTTS_CODEC_Q8 && fmt != QTTS_CODEC_BF16)
+        return err_set(e, QTTS_ERR_UNSUPPORTED, "codec decoder format %d is not implemented (f32, bf16 or q8)", fmt);
+    const char *pe = getenv(fmt == QTTS_CODEC_Q8 ? "QTTS_CODEC_Q8_PARTS" : "QTTS_CODEC_BF16_PARTS");
     if (pe && *pe) parts = (unsigned)strtoul(pe, NULL, 0);
     const codec_config *c = &d->cfg;
     const int min_cin = parts & CODEC_Q8_ANY_WIDTH ? 1 : CODEC_Q8_MIN_CIN;
     int ok = 1, any = 0;
     if ((parts & CODEC_Q8_DEC0) && c->latent >= min_cin) {
-        ok &= conv_q8_w_make(&d->dec0_q, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
+        ok &= make_form(fmt, &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
         any = 1;
     }
     for (int b = 0; b < c->n_blocks && ok; b++) {
@@ -565,21 +574,26 @@ qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, 
         const int r2 = bl->rate * bl->cout;
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
         if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= min_cin) {
-            ok &= conv_q8_w_make(&bl->tconv_q, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
+            ok &= make_form(fmt, &bl->tconv_q, &bl->tconv_h, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2,
+                            bl->cin, 2);
             any = 1;
         }
         if (bl->cout < min_cin) continue;
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
             if (parts & CODEC_Q8_CONV1)
-                ok &= conv_q8_w_make(&ru->conv1_q, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout, CODEC_CONV_K), any = 1;
+                ok &= make_form(fmt, &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout,
+                                CODEC_CONV_K),
+                    any = 1;
             if (parts & CODEC_Q8_CONV2)
-                ok &= conv_q8_w_make(&ru->conv2_q, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1), any = 1;
+                ok &= make_form(fmt, &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1),
+                    any = 1;
         }
     }
     if (!ok) {
         drop_q8(d);
-        return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8 codec decoder weights");
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory: %s codec decoder weights",
+                       fmt == QTTS_CODEC_Q8 ? "int8" : "bf16");
     }
     d->q8 = any;
     return QTTS_OK;

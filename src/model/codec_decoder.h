@@ -57,9 +57,14 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 #define CODEC_Q8_ANY_WIDTH 16u /* also the convs under CODEC_Q8_MIN_CIN (tests: the small golden codecs) */
 #define CODEC_Q8_DEFAULT CODEC_Q8_CONV1
 #define CODEC_Q8_MIN_CIN 64
-/* Make the int8 forms of the convs in parts (fmt QTTS_CODEC_Q8), or drop
- * them (QTTS_CODEC_F32); before any stream is made. QTTS_CODEC_BF16:
- * QTTS_ERR_UNSUPPORTED. */
+/* The bf16 format takes the same mask. Its default, every conv above
+ * (any width), keeps SNR and log-mel correlation within the acceptance on
+ * every case (docs/BENCH.md "Codec decoder formats"); the environment
+ * variable QTTS_CODEC_BF16_PARTS replaces it, for measuring. */
+#define CODEC_BF16_DEFAULT (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2 | CODEC_Q8_ANY_WIDTH)
+/* Make the int8 (fmt QTTS_CODEC_Q8) or bf16 (QTTS_CODEC_BF16) forms of the
+ * convs in parts, or drop them (QTTS_CODEC_F32); before any stream is made.
+ * Another fmt: QTTS_ERR_UNSUPPORTED. */
 qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e);
 
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */

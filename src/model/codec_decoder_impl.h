@@ -6,6 +6,7 @@
 #ifndef QTTS_MODEL_CODEC_DECODER_IMPL_H
 #define QTTS_MODEL_CODEC_DECODER_IMPL_H
 
+#include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "io/safetensors.h"
@@ -84,7 +85,8 @@ typedef struct codec_resunit {
     codec_snake act2;      /* [C] */
     const float *conv2_w;  /* [C][C][1] */
     const float *conv2_b;  /* [C] */
-    conv_q8_w conv1_q, conv2_q; /* int8 forms (codec_decoder_set_format); q NULL: f32 */
+    conv_q8_w conv1_q, conv2_q; /* int8 forms (codec_decoder_set_format); q NULL: none */
+    conv_bf16_w conv1_h, conv2_h; /* bf16 forms (codec_decoder_set_format); w NULL: none */
 } codec_resunit;
 
 typedef struct codec_block {
@@ -94,7 +96,8 @@ typedef struct codec_block {
     const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv) */
     const float *tconv_b;  /* [cout] */
     codec_resunit ru[CODEC_N_RES];
-    conv_q8_w tconv_q;     /* int8 form of tconv_wc (stride * cout channels, 2 taps); q NULL: f32 */
+    conv_q8_w tconv_q;     /* int8 form of tconv_wc (stride * cout channels, 2 taps); q NULL: none */
+    conv_bf16_w tconv_h;   /* bf16 form of tconv_wc; w NULL: none */
 } codec_block;
 
 struct codec_decoder {
@@ -130,8 +133,9 @@ struct codec_decoder {
 
     const float *dec0_w;   /* [DD][LAT][7] causal */
     const float *dec0_b;   /* [DD] */
-    conv_q8_w dec0_q;      /* int8 form; q NULL: f32 */
-    int q8;                /* 1 when any conv has an int8 form (streams size a q8 scratch) */
+    conv_q8_w dec0_q;      /* int8 form; q NULL: none */
+    conv_bf16_w dec0_h;    /* bf16 form; w NULL: none */
+    int q8;                /* 1 when any conv has an int8 or bf16 form (streams size their scratch) */
     codec_block blocks[CODEC_MAX_BLOCKS];
     codec_snake final_act; /* [DD >> n_blocks] */
     const float *final_w;  /* [1][DD >> n_blocks][7] causal */

@@ -431,7 +431,10 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
                                            sizeof cstat, &e)))
             goto fail;
         model_log(m, QTTS_LOG_INFO, "codec decoder prepared-weights cache: %s", cstat);
-        if ((s = codec_decoder_set_format(m->codec, m->params.codec_weights, CODEC_Q8_DEFAULT, &e))) goto fail;
+        if ((s = codec_decoder_set_format(m->codec, m->params.codec_weights,
+                                            m->params.codec_weights == QTTS_CODEC_BF16 ? CODEC_BF16_DEFAULT
+                                                                                        : CODEC_Q8_DEFAULT,
+                                            &e))) goto fail;
         /* the decoder runs beside generation (its own worker thread): half the threads, at least one;
          * measured on 2 cores: 2 decoder threads competing with generation were slower than 1 */
         codec_decoder_set_threads(m->codec, m->params.n_threads / 2 > 1 ? m->params.n_threads / 2 : 1);

@@ -10,7 +10,8 @@
  *    (~1 GiB) that nothing is cache resident;
  *  - a talker-like decode step: 28 layers x 7 matmuls at n = 1;
  *  - thread-pool dispatch overhead per call (empty job) and per small matmul;
- *  - conv1d K 7 / K 1 and an f32 GEMM in GMAC/s (codec decoder shapes).
+ *  - conv1d K 7 / K 1 and an f32 GEMM in GMAC/s (codec decoder shapes), and
+ *    the K 7 conv in the codec formats bf16 and q8 (conv_bf16.h, conv_q8.h).
  * Method: one warm-up pass, then REPS measured passes; median (min, max). */
 #include <immintrin.h>
 #include <math.h>
@@ -21,6 +22,8 @@
 #include <time.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
 #include "backend/cpu/quant.h"
@@ -312,6 +315,11 @@ static void bench_conv(int threads) {
     for (size_t i = 0; i < (size_t)GR * GC; i++) gw[i] = rnd();
     for (size_t i = 0; i < (size_t)GN * GC; i++) gx[i] = rnd();
     qt_mat gm = {.data = gw, .dtype = DT_F32, .rows = GR, .cols = GC};
+    conv_bf16_w wh;
+    conv_q8_w wq;
+    if (!conv_bf16_w_make(&wh, w, b, C, C, K) || !conv_q8_w_make(&wq, w, b, C, C, K)) return;
+    const size_t sb = ops_conv_bf16_scratch_bytes(C, T + 6), sq = ops_conv_q8_scratch_bytes(C, T + 6);
+    void *scr = aligned_alloc(64, sb > sq ? sb : sq);
     printf("\nconv / GEMM (GMAC/s, median of %d)\n", REPS);
     for (int ii = 0; ii < 3; ii++) {
         const ops_kernels *k = ops_kernels_by_name(isas[ii], NULL);
@@ -321,7 +329,7 @@ static void bench_conv(int threads) {
             ops_init(&ctx, nt, 0);
             ctx.k = k;
             const int reps = ii == 0 ? 3 : REPS;
-            double v[REPS], v1[REPS], vg[REPS];
+            double v[REPS], v1[REPS], vg[REPS], vh[REPS], vq[REPS];
             for (int r = 0; r < reps; r++) {
                 double t0 = now_s();
                 ops_conv1d_ctx(&ctx, x, C, T + 6, T + 6, w, b, C, K, 1, 1, 1, y, T);
@@ -332,10 +340,18 @@ static void bench_conv(int threads) {
                 t0 = now_s();
                 ops_matmul(&ctx, &gm, gx, GN, NULL, gy);
                 vg[r] = (double)GR * GC * GN / (now_s() - t0) / 1e9;
+                t0 = now_s();
+                ops_conv1d_bf16_ctx(&ctx, x, C, T + 6, T + 6, &wh, 1, y, T, scr);
+                vh[r] = (double)C * C * K * T / (now_s() - t0) / 1e9;
+                t0 = now_s();
+                ops_conv1d_q8_ctx(&ctx, x, C, T + 6, T + 6, &wq, 1, y, T, scr);
+                vq[r] = (double)C * C * K * T / (now_s() - t0) / 1e9;
             }
-            stat3 a = stats(v, reps), c1 = stats(v1, reps), g = stats(vg, reps);
-            printf("  %-6s %d thr: conv1d C%d K7 T%d %6.1f   conv1d K1 %6.1f   GEMM f32 [%d,%d] n=%d %6.1f\n", k->name, nt,
-                   C, T, a.med, c1.med, GR, GC, GN, g.med);
+            stat3 a = stats(v, reps), c1 = stats(v1, reps), g = stats(vg, reps), h = stats(vh, reps),
+                  q = stats(vq, reps);
+            printf("  %-6s %d thr: conv1d C%d K7 T%d %6.1f   conv1d K1 %6.1f   GEMM f32 [%d,%d] n=%d %6.1f   "
+                   "K7 bf16 %6.1f   K7 q8 %6.1f\n",
+                   k->name, nt, C, T, a.med, c1.med, GR, GC, GN, g.med, h.med, q.med);
             ops_free(&ctx);
             if (threads == 1) break;
         }
@@ -347,6 +363,9 @@ static void bench_conv(int threads) {
     free(gw);
     free(gx);
     free(gy);
+    free(scr);
+    conv_bf16_w_free(&wh);
+    conv_q8_w_free(&wq);
 }
 
 int main(int argc, char **argv) {

@@ -224,10 +224,10 @@ static void check_streaming(const char *tag, codec_stream *s, const int32_t *cod
     printf("# streaming %s: %d/%d splits bit-identical to one pass\n", tag, n_ok, n_tot);
 }
 
-/* The int8 format (every conv, the golden codec's narrow ones included):
- * the int8 path runs (the PCM differs from f32's, stays finite), and any
- * chunking gives the bits of one pass, as in f32. */
-static void check_q8_streaming(const char *dir_arg) {
+/* The int8 and bf16 formats (every conv, the golden codec's narrow ones
+ * included): the format's path runs (the PCM differs from f32's, stays
+ * finite), and any chunking gives the bits of one pass, as in f32. */
+static void check_fmt_streaming(const char *dir_arg, int fmt, const char *tag) {
     char codec_dir[4096]; /* test_path's buffer is reused below */
     snprintf(codec_dir, sizeof codec_dir, "%s", dir_arg);
     codec_decoder *d = NULL;
@@ -241,16 +241,20 @@ static void check_q8_streaming(const char *dir_arg) {
     float *f = malloc(ns * sizeof(float)), *q = malloc(ns * sizeof(float));
     codec_stream *s = NULL;
     int ok = codec_decoder_load(&d, codec_dir, 1, &e) == QTTS_OK && codec_decode(d, codes, T, f, &e) == QTTS_OK &&
-             codec_decoder_set_format(d, QTTS_CODEC_Q8, 15u | CODEC_Q8_ANY_WIDTH, &e) == QTTS_OK &&
+             codec_decoder_set_format(d, fmt, 15u | CODEC_Q8_ANY_WIDTH, &e) == QTTS_OK &&
              codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
-    CHECK("q8/decode", ok, "%s", e.msg);
+    char nm[64];
+    snprintf(nm, sizeof nm, "%s/decode", tag);
+    CHECK(nm, ok, "%s", e.msg);
     if (ok) {
         int finite = 1;
         for (size_t i = 0; i < ns; i++) finite &= isfinite(q[i]);
-        CHECK("q8/int8_path_runs", finite && memcmp(f, q, ns * sizeof(float)) != 0,
-              "the q8 decoder's PCM is %s", finite ? "the f32 decoder's" : "not finite");
-        check_streaming("q8", s, codes, T, q, spf, nq, 3);
-        CHECK("q8/back_to_f32", codec_decoder_set_format(d, QTTS_CODEC_F32, 0, &e) == QTTS_OK, "%s", e.msg);
+        snprintf(nm, sizeof nm, "%s/format_path_runs", tag);
+        CHECK(nm, finite && memcmp(f, q, ns * sizeof(float)) != 0, "the %s decoder's PCM is %s", tag,
+              finite ? "the f32 decoder's" : "not finite");
+        check_streaming(tag, s, codes, T, q, spf, nq, 3);
+        snprintf(nm, sizeof nm, "%s/back_to_f32", tag);
+        CHECK(nm, codec_decoder_set_format(d, QTTS_CODEC_F32, 0, &e) == QTTS_OK, "%s", e.msg);
     }
     codec_stream_free(s);
     codec_decoder_free(d);
@@ -623,7 +627,8 @@ int main(void) {
         if (ci == 0) {
             check_errors(d);
             check_huge_pages_same_pcm(d, test_path("golden/data/%s/speech_tokenizer", cas));
-            check_q8_streaming(test_path("golden/data/%s/speech_tokenizer", cas));
+            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), QTTS_CODEC_Q8, "q8");
+            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), QTTS_CODEC_BF16, "bf16");
         }
         codec_decoder_free(d);
         json_decref(man);

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
@@ -1849,6 +1850,182 @@ static void test_conv_q8(void) {
     }
 }
 
+/* ------------------------------------------------------------ bf16 convolutions */
+
+/* The rounding to bf16 (conv_bf16.h): nearest, ties to even, |v| < 2^-56 to
+ * 0, NaN stays NaN; each value checked against the nearest of the two bf16
+ * neighbours computed in double. */
+static void test_bf16_round(void) {
+    int ok = 1;
+    char where[96] = "";
+    static const float special[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -(1.0f + 0x1p-8f), 0x1p-56f, 0x1.fffffep-57f,
+                                    -0x1p-60f, 3.0e38f, 1e-30f, 0.0f};
+    for (int i = 0; i < 20009 && ok; i++) {
+        const float v = i < 9 ? special[i] : rnd() * ldexpf(1.0f, (i % 100) - 50);
+        const uint16_t h = conv_bf16_round(v);
+        uint32_t u = (uint32_t)h << 16, vu;
+        float r;
+        memcpy(&r, &u, 4), memcpy(&vu, &v, 4);
+        double want;
+        if (fabsf(v) < 0x1p-56f) want = 0.0;
+        else {
+            const uint32_t lo = vu & 0xffff0000u, hi = lo + 0x10000u;
+            float fl, fh;
+            memcpy(&fl, &lo, 4), memcpy(&fh, &hi, 4);
+            const double dl = fabs((double)v - fl), dh = fabs((double)fh - v);
+            want = dl < dh ? fl : dh < dl ? fh : ((lo >> 16) & 1) ? fh : fl;
+        }
+        if ((double)r != want) ok = 0, snprintf(where, sizeof where, "%a -> %a, want %a", v, r, want);
+    }
+    const float nan = NAN;
+    uint32_t nu;
+    const uint16_t nh = conv_bf16_round(nan);
+    nu = (uint32_t)nh << 16;
+    float nr;
+    memcpy(&nr, &nu, 4);
+    CHECK("bf16_round_nearest_even", ok && isnan(nr), "%s", ok ? "NaN not kept" : where);
+}
+
+/* The bf16 conv1d (conv_bf16.h) on the ragged shapes of test_conv_q8, with
+ * channels of very different magnitudes (some under 2^-56): every table's
+ * packed input and outputs bit-equal to the scalar reference's; the scalar
+ * result within the rounding bound of the exact f32 conv (per term |w x|
+ * (2^-8 + 2^-16), both operands off by up to 2^-9 relative, plus f32
+ * summation: (terms + 1) 2^-24 of sum |w x|); 2 threads == 1; chunked calls
+ * == the whole call, sample for sample; the transposed conv through its
+ * packed conv1d within the same bound, chunked == whole. */
+static void conv_bf16_with(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const conv_bf16_w *w, int d,
+                           float *y, int ys) {
+    void *scr = aligned_alloc(64, ops_conv_bf16_scratch_bytes(cin, t_in));
+    ops_conv1d_bf16_ctx(c, x, cin, t_in, xs, w, d, y, ys, scr);
+    free(scr);
+}
+
+static void test_conv_bf16(void) {
+    static const struct { int cin, cout, k, dil, t_in; } cs[] = {
+        {4, 6, 7, 1, 30},   {5, 7, 7, 3, 61},   {3, 1, 1, 1, 9},    {13, 13, 2, 1, 40},  {96, 25, 7, 9, 300},
+        {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70}, {7, 5, 7, 2, 13},   {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
+        {1, 3, 2, 1, 5},    {9, 31, 7, 1, 100},
+    };
+    const ops_kernels *ref = ops_kernels_scalar();
+    int bound_ok = 1, stream_ok = 1, thr_ok = 1;
+    char bwhere[96] = "", swhere[96] = "", twhere[96] = "";
+    int tab_ok[8];
+    for (int t = 0; t < n_tables; t++) tab_ok[t] = 1;
+    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
+        const int cin = cs[ci].cin, cout = cs[ci].cout, k = cs[ci].k, d = cs[ci].dil, t_in = cs[ci].t_in;
+        const int t_out = t_in - d * (k - 1), xs = t_in + 5, ys = t_out + 3;
+        float *x = malloc(sizeof(float) * cin * xs), *wf = malloc(sizeof(float) * cout * cin * k);
+        float *b = malloc(sizeof(float) * cout), *yr = malloc(sizeof(float) * cout * ys);
+        float *y = malloc(sizeof(float) * cout * ys);
+        fill(x, (size_t)cin * xs, 1.0f);
+        for (int i = 0; i < cin; i++) /* channels of different magnitude (1e-18 flushes to 0), zero columns */
+            for (int tt = 0; tt < xs; tt++)
+                x[(size_t)i * xs + tt] *= (tt % 37 == 5) ? 0.0f : i % 7 == 6 ? 1e-18f : 0.1f + (float)(i % 5);
+        fill(wf, (size_t)cout * cin * k, 1.0f);
+        fill(b, cout, 0.5f);
+        conv_bf16_w w;
+        CHECK("conv_bf16_w_make", conv_bf16_w_make(&w, wf, b, cout, cin, k), "out of memory");
+        const ops_ctx cref = {.k = ref, .n_threads = 1};
+        for (int i = 0; i < cout * ys; i++) yr[i] = 777.0f;
+        conv_bf16_with(&cref, x, cin, t_in, xs, &w, d, yr, ys);
+        for (int o = 0; o < cout && bound_ok; o++)
+            for (int tt = 0; tt < t_out; tt++) {
+                double ex = b[o], sa = 0;
+                for (int i = 0; i < cin; i++)
+                    for (int tap = 0; tap < k; tap++) {
+                        const double wv = wf[((size_t)o * cin + i) * k + tap], xv = x[(size_t)i * xs + tt + tap * d];
+                        ex += wv * xv;
+                        sa += fabs(wv * xv);
+                    }
+                const double bnd = sa * (0x1p-8 + 0x1p-16 + (cin * k + 1) * 0x1p-24) + fabs(ex) * 0x1p-24 + 1e-30;
+                const double err = fabs(yr[(size_t)o * ys + tt] - ex);
+                if (!(err <= bnd)) {
+                    bound_ok = 0;
+                    snprintf(bwhere, sizeof bwhere, "case %zu o %d t %d: err %.3g bound %.3g", ci, o, tt, err, bnd);
+                    break;
+                }
+            }
+        for (int o = 0; o < cout; o++)
+            if (yr[(size_t)o * ys + t_out] != 777.0f) bound_ok = 0, snprintf(bwhere, sizeof bwhere, "wrote past t_out");
+        for (int t = 1; t < n_tables; t++) {
+            const ops_ctx ct = {.k = tables[t], .n_threads = 1};
+            for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
+            conv_bf16_with(&ct, x, cin, t_in, xs, &w, d, y, ys);
+            if (memcmp(y, yr, sizeof(float) * cout * ys)) tab_ok[t] = 0;
+            const size_t qb = ops_conv_bf16_scratch_bytes(cin, t_in);
+            uint32_t *p1 = aligned_alloc(64, qb), *p2 = aligned_alloc(64, qb);
+            memset(p1, 0, qb), memset(p2, 0, qb);
+            ref->conv_bf16_pack(x, cin, t_in, xs, p1, t_in);
+            tables[t]->conv_bf16_pack(x, cin, t_in, xs, p2, t_in);
+            if (memcmp(p1, p2, qb)) tab_ok[t] = 0;
+            free(p1), free(p2);
+        }
+        ops_ctx c2;
+        ops_init(&c2, 2, 0);
+        for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
+        const ops_ctx cbest = {.k = c2.k, .n_threads = 1};
+        conv_bf16_with(&cbest, x, cin, t_in, xs, &w, d, yr, ys);
+        conv_bf16_with(&c2, x, cin, t_in, xs, &w, d, y, ys);
+        if (memcmp(y, yr, sizeof(float) * cout * ys)) thr_ok = 0, snprintf(twhere, sizeof twhere, "case %zu", ci);
+        static const int chunks[] = {1, 7, 3, 16, 2, 17, 33, 5};
+        for (int t0 = 0, q = 0; t0 < t_out; q++) {
+            const int n = chunks[q % 8] < t_out - t0 ? chunks[q % 8] : t_out - t0;
+            conv_bf16_with(&c2, x + t0, cin, n + d * (k - 1), xs, &w, d, y + t0, ys);
+            t0 += n;
+        }
+        if (memcmp(y, yr, sizeof(float) * cout * ys)) stream_ok = 0, snprintf(swhere, sizeof swhere, "case %zu", ci);
+        ops_free(&c2);
+        conv_bf16_w_free(&w);
+        free(x), free(wf), free(b), free(yr), free(y);
+    }
+    CHECK("conv_bf16_scalar_within_rounding_bound", bound_ok, "%s", bwhere);
+    for (int t = 1; t < n_tables; t++) {
+        char name[64];
+        snprintf(name, sizeof name, "conv_bf16_%s_bits_eq_scalar", tables[t]->name);
+        CHECK(name, tab_ok[t], "packed input or outputs differ from the scalar reference");
+    }
+    CHECK("conv_bf16_threads_bits_eq", thr_ok, "%s", twhere);
+    CHECK("conv_bf16_chunked_eq_whole", stream_ok, "%s", swhere);
+
+    /* transposed (the vocoder's: k = 2 stride) through the packed conv1d */
+    {
+        const int cin = 23, cout = 9, s = 5, k = 2 * s, t_in = 41;
+        float *x = malloc(sizeof(float) * cin * t_in), *w = malloc(sizeof(float) * cin * cout * k);
+        float *b = malloc(sizeof(float) * cout);
+        fill(x, (size_t)cin * t_in, 1.0f), fill(w, (size_t)cin * cout * k, 1.0f), fill(b, cout, 0.5f);
+        float *wc = ops_conv_transpose1d_pack_conv(w, b, cin, cout, k, s);
+        conv_bf16_w q;
+        conv_bf16_w_make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
+        const int t0 = s, t1 = t_in * s, T = t1 - t0;
+        float *yf = malloc(sizeof(float) * cout * T), *yq = malloc(sizeof(float) * cout * T);
+        float *y2 = malloc(sizeof(float) * cout * T), *fs = malloc(sizeof(float) * s * cout * T);
+        void *qs = aligned_alloc(64, ops_conv_bf16_scratch_bytes(cin, t_in + 2));
+        ops_ctx c;
+        ops_init(&c, 1, 0);
+        ops_conv_transpose1d_ctx(&c, x, cin, t_in, t_in, w, b, cout, k, s, 1, t0, t1, yf, T);
+        int ok = ops_conv_transpose1d_bf16_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, t0, t1, yq, T, fs, qs);
+        double worst = 0, amax = 0;
+        for (int i = 0; i < cout * T; i++) {
+            if (fabs(yq[i] - yf[i]) > worst) worst = fabs(yq[i] - yf[i]);
+            if (fabs(yf[i]) > amax) amax = fabs(yf[i]);
+        }
+        /* 2 cin terms of |w x| <= 1 each: 46 (2^-8 + 2^-16 + 48 2^-24) */
+        CHECK("conv_bf16_transposed_near_f32", ok && worst <= 46 * (0x1p-8 + 0x1p-16 + 48 * 0x1p-24) + 1e-6,
+              "max err %.3g of max |y| %.3g", worst, amax);
+        for (int u = t0, qq = 0; u < t1; qq++) {
+            const int n = ((qq % 3) + 1) * s < t1 - u ? ((qq % 3) + 1) * s : t1 - u;
+            ok &= ops_conv_transpose1d_bf16_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, u, u + n, y2 + (u - t0), T, fs,
+                                                qs);
+            u += n;
+        }
+        CHECK("conv_bf16_transposed_chunked_eq_whole", ok && !memcmp(y2, yq, sizeof(float) * cout * T), "differs");
+        ops_free(&c);
+        conv_bf16_w_free(&q);
+        free(wc), free(x), free(w), free(b), free(yf), free(yq), free(y2), free(fs), free(qs);
+    }
+}
+
 static void test_neon_compiles(void) {
 #if defined(__aarch64__)
     test_skip("neon_cross_compile", "native aarch64 build: the NEON kernels are built and tested above");
@@ -2133,6 +2310,8 @@ int main(void) {
     test_snake();
     test_swiglu();
     test_conv_q8();
+    test_bf16_round();
+    test_conv_bf16();
     test_neon_compiles();
     return test_finish();
 }

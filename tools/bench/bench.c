@@ -173,7 +173,7 @@ void bench_help(FILE *f) {
             "      --backend cpu|vulkan  where the LM and codec decoder run (default: cpu, or $QTTS_BACKEND); on a\n"
             "                          GPU backend the reports add the GPU time per phase and device memory\n"
             "      --device N          the backend's device index (default 0, or $QTTS_DEVICE)\n"
-            "      --codec-weights LIST  the codec decoder's format(s), crossed with -w: f32 (default), q8\n"
+            "      --codec-weights LIST  the codec decoder's format(s), crossed with -w: f32 (default), bf16, q8\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"

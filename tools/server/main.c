@@ -24,7 +24,7 @@ static void usage(void) {
         "  --threads N                compute threads (default: all CPUs)\n"
         "  --weights native|q8|q4     talker and code-predictor matrices in memory: as stored (BF16), int8 or\n"
         "                             int4 blocks quantised at load (default native)\n"
-        "  --codec-weights f32|q8     the codec decoder's vocoder convolutions: f32 (default) or int8\n"
+        "  --codec-weights F          the codec decoder's vocoder convolutions: f32 (default), bf16 or q8 (int8)\n"
         "  --backend cpu|vulkan       where the language model and the codec decoder run (default: cpu, or\n"
         "                             $QTTS_BACKEND); the voice-cloning encoders run on the CPU either way\n"
         "  --device N                 the backend's device index (default 0, or $QTTS_DEVICE)\n"

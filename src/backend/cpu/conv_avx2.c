@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
 
@@ -416,4 +417,100 @@ static void conv_q8_pack_avx2(const float *x, int cin, int t_in, int x_stride, u
 void conv_q8_fill_avx2(ops_kernels *k) {
     k->conv1d_q8 = conv1d_q8_avx2;
     k->conv_q8_pack = conv_q8_pack_avx2;
+}
+
+/* ------------------------------------------------------------ bf16 (widened) */
+
+/* CO output channels x TV vectors of 8 steps from t, conv_bf16.h's order
+ * without a bf16 dot product: each pair widened to f32 (the high half by a
+ * mask, the low half by a shift), then fma by the odd channel's weight and
+ * fma by the even one's; a bf16 product is exact in f32, so each fma gives
+ * vdpbf16ps's bits. Two FMAs per two channels, as the f32 kernel: the format
+ * saves weight bytes here, not arithmetic. 4 x 2 (8 sums, 4 x halves, 2
+ * weights: 14 of the 16 registers). */
+#define BF_CO 4
+#define BF_TV 2
+AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, __m256i mlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xb_stride, wos = (size_t)k * a->cin2;
+    const __m256i all = _mm256_set1_epi32(-1), himask = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 acc[BF_CO][BF_TV];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) acc[c][v] = _mm256_setzero_ps();
+    for (int tap = 0; tap < k; tap++) {
+        const uint16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const uint32_t *xt = a->xb + t + tap * d;
+        for (int g = 0; g < G; g++) {
+            const uint32_t *xp = xt + g * xs;
+            __m256 xo[BF_TV], xe[BF_TV];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) {
+                const __m256i xv = _mm256_maskload_epi32((const int *)(xp + VL * v), v == TV - 1 ? mlast : all);
+                xo[v] = _mm256_castsi256_ps(_mm256_and_si256(xv, himask));
+                xe[v] = _mm256_castsi256_ps(_mm256_slli_epi32(xv, 16));
+            }
+#pragma GCC unroll 4
+            for (int c = 0; c < CO; c++) {
+                const uint16_t *wp = wt + c * wos + 2 * g;
+                const __m256 wo = _mm256_castsi256_ps(_mm256_set1_epi32((int)((uint32_t)wp[1] << 16)));
+                const __m256 we = _mm256_castsi256_ps(_mm256_set1_epi32((int)((uint32_t)wp[0] << 16)));
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) {
+                    acc[c][v] = _mm256_fmadd_ps(xo[v], wo, acc[c][v]);
+                    acc[c][v] = _mm256_fmadd_ps(xe[v], we, acc[c][v]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++) {
+        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) {
+            const __m256 r = _mm256_add_ps(acc[c][v], b);
+            if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
+            else _mm256_storeu_ps(yo + VL * v, r);
+        }
+    }
+}
+
+#define BF_TILES(CO)                                                                                                   \
+    switch (TV) {                                                                                                      \
+    case 1: bf_tile(CO, 1, a, o, t, m); break;                                                                         \
+    default: bf_tile(CO, 2, a, o, t, m); break;                                                                        \
+    }
+#include "backend/cpu/conv_bf16_driver.h"
+
+/* f32 lanes -> their bf16 in the high 16 bits (conv_bf16_round's bits). */
+AI __m256i bf16_hi(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i a = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+                                 _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+    /* signed compares are right here: a is at most 0x7fffffff */
+    r = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(0x23800000), a), r);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc00000), _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7f800000)));
+    return _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
+}
+
+/* Pack 8 steps at a time (the ragged tail by conv_bf16_pack_cols, same bits). */
+static void conv_bf16_pack_avx2(const float *x, int cin, int t_in, int x_stride, uint32_t *xb, int xb_stride) {
+    const int tv = t_in / VL * VL;
+    for (int g = 0; 2 * g < cin; g++) {
+        const float *x0 = x + (size_t)(2 * g) * x_stride;
+        for (int t = 0; t < tv; t += VL) {
+            const __m256i lo = _mm256_srli_epi32(bf16_hi(_mm256_loadu_ps(x0 + t)), 16);
+            const __m256i hi = 2 * g + 1 < cin ? bf16_hi(_mm256_loadu_ps(x0 + x_stride + t)) : _mm256_setzero_si256();
+            _mm256_storeu_si256((__m256i *)(xb + (size_t)g * xb_stride + t), _mm256_or_si256(lo, hi));
+        }
+    }
+    conv_bf16_pack_cols(x, cin, x_stride, xb, xb_stride, tv, t_in);
+}
+
+void conv_bf16_fill_avx2(ops_kernels *k) {
+    k->conv1d_bf16 = conv1d_bf16_avx2;
+    k->conv_bf16_pack = conv_bf16_pack_avx2;
 }

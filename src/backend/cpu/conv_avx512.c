@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
 
@@ -385,4 +386,91 @@ static void conv_q8_pack_avx512(const float *x, int cin, int t_in, int x_stride,
 void conv_q8_fill_avx512(ops_kernels *k) {
     k->conv1d_q8 = conv1d_q8_avx512;
     k->conv_q8_pack = conv_q8_pack_avx512;
+}
+
+/* ------------------------------------------------------------ bf16 (AVX512-BF16) */
+
+/* CO output channels x TV vectors of 16 steps from t, all taps and input
+ * pairs in the registers: per tap, per pair g, one vdpbf16ps of the steps'
+ * bf16 pairs by the broadcast weight pair (32 multiply-adds), which adds
+ * x[2g+1] w[2g+1] then x[2g] w[2g], each rounded: conv_bf16.h's order.
+ * 6 x 4 (24 sums, 4 x vectors, 1 weight: 29 of the 32 registers), as the
+ * f32 tile. */
+#define BF_CO 6
+#define BF_TV 4
+AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, __mmask16 mlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xb_stride, wos = (size_t)k * a->cin2;
+    __m512 acc[BF_CO][BF_TV];
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++) acc[c][v] = _mm512_setzero_ps();
+    for (int tap = 0; tap < k; tap++) {
+        const uint16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const uint32_t *xt = a->xb + t + tap * d;
+        for (int g = 0; g < G; g++) {
+            const uint32_t *xp = xt + g * xs;
+            __m512i xv[BF_TV];
+#pragma GCC unroll 4
+            for (int v = 0; v < TV; v++)
+                xv[v] = v == TV - 1 ? _mm512_maskz_loadu_epi32(mlast, xp + VL * v) : _mm512_loadu_si512(xp + VL * v);
+#pragma GCC unroll 6
+            for (int c = 0; c < CO; c++) {
+                int32_t w2;
+                memcpy(&w2, wt + c * wos + 2 * g, 4);
+                const __m512i wv = _mm512_set1_epi32(w2);
+#pragma GCC unroll 4
+                for (int v = 0; v < TV; v++) acc[c][v] = _mm512_dpbf16_ps(acc[c][v], (__m512bh)xv[v], (__m512bh)wv);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++) {
+        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++)
+            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(acc[c][v], b));
+    }
+}
+
+#define BF_TILES(CO)                                                                                                   \
+    switch (TV) {                                                                                                      \
+    case 1: bf_tile(CO, 1, a, o, t, m); break;                                                                         \
+    case 2: bf_tile(CO, 2, a, o, t, m); break;                                                                         \
+    case 3: bf_tile(CO, 3, a, o, t, m); break;                                                                         \
+    default: bf_tile(CO, 4, a, o, t, m); break;                                                                        \
+    }
+#include "backend/cpu/conv_bf16_driver.h"
+
+/* f32 lanes -> their bf16 in the high 16 bits (conv_bf16_round: nearest
+ * even, |v| < 2^-56 -> 0, NaN -> quiet NaN; the same bits). */
+AI __m512i bf16_hi(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i a = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                 _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+    r = _mm512_mask_mov_epi32(r, _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x23800000)), _mm512_setzero_si512());
+    r = _mm512_mask_mov_epi32(r, _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7f800000)),
+                              _mm512_set1_epi32(0x7fc00000));
+    return _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+}
+
+/* Pack 16 steps at a time, the last ones masked. */
+static void conv_bf16_pack_avx512(const float *x, int cin, int t_in, int x_stride, uint32_t *xb, int xb_stride) {
+    for (int t = 0; t < t_in; t += VL) {
+        const __mmask16 m = t_in - t >= VL ? (__mmask16)0xffff : lane_mask(t_in - t);
+        for (int g = 0; 2 * g < cin; g++) {
+            const float *x0 = x + (size_t)(2 * g) * x_stride + t;
+            const __m512i lo = _mm512_srli_epi32(bf16_hi(_mm512_maskz_loadu_ps(m, x0)), 16);
+            const __m512i hi = 2 * g + 1 < cin ? bf16_hi(_mm512_maskz_loadu_ps(m, x0 + x_stride)) : _mm512_setzero_si512();
+            _mm512_mask_storeu_epi32(xb + (size_t)g * xb_stride + t, m, _mm512_or_si512(lo, hi));
+        }
+    }
+}
+
+void conv_bf16_fill_avx512(ops_kernels *k) {
+    k->conv1d_bf16 = conv1d_bf16_avx512;
+    k->conv_bf16_pack = conv_bf16_pack_avx512;
 }

@@ -127,6 +127,17 @@ typedef struct ops_conv_q8_args {
     int y_stride;
 } ops_conv_q8_args;
 
+/* Arguments of one BF16 convolution (conv_bf16.h): stride 1, groups 1. */
+typedef struct ops_conv_bf16_args {
+    const uint32_t *xb;   /* [cin2 / 2][xb_stride]: per step, the bf16 of input channels 2g (low half), 2g + 1 (high) */
+    int cin2, t_in, xb_stride; /* input channels rounded up to 2, valid steps, steps per row */
+    const uint16_t *w;    /* [cout][k][cin2] bf16 */
+    const float *bias;    /* [cout] or NULL */
+    int cout, k, dilation;
+    float *y;             /* [cout][y_stride], t_out = t_in - dilation (k - 1) steps */
+    int y_stride;
+} ops_conv_bf16_args;
+
 /* Kernel table: one per ISA, the scalar one always present. */
 typedef struct ops_kernels {
     const char *name; /* "scalar", "avx2", "avx512", "neon" */
@@ -156,6 +167,10 @@ typedef struct ops_kernels {
      * input (conv_q8.h); every table gives the same bits (integer sums) */
     void (*conv1d_q8)(const ops_conv_q8_args *a, int o0, int o1);
     void (*conv_q8_pack)(const float *x, int cin, int t_in, int x_stride, uint8_t *xq, int xq_stride, float *sx);
+    /* BF16 conv1d over output channels [o0, o1) and the rounding of its f32
+     * input to bf16 pairs (conv_bf16.h); every table gives the same bits */
+    void (*conv1d_bf16)(const ops_conv_bf16_args *a, int o0, int o1);
+    void (*conv_bf16_pack)(const float *x, int cin, int t_in, int x_stride, uint32_t *xb, int xb_stride);
     /* y[t] = x[t] + inv_b * sin(a x[t])^2 over T steps (SnakeBeta, in place allowed) */
     void (*snake)(float *y, const float *x, int T, float a, float inv_b);
     /* g[i] = silu(g[i]) u[i] over n elements (SwiGLU); each element's result

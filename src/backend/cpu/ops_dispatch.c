@@ -63,6 +63,7 @@ static void init_once(void) {
         ops_fill_avx2(&g_avx2);
         conv_fill_avx2(&g_avx2);
         conv_q8_fill_avx2(&g_avx2);
+        conv_bf16_fill_avx2(&g_avx2);
     }
     if (g_cpu.avx512) {
         /* integer kernels need VNNI: without it the AVX2 ones serve */
@@ -72,6 +73,7 @@ static void init_once(void) {
         ops_fill_avx512(&g_avx512, g_cpu.avx512_vnni, g_cpu.avx512_bf16);
         conv_fill_avx512(&g_avx512);
         if (g_cpu.avx512_vnni) conv_q8_fill_avx512(&g_avx512);
+        if (g_cpu.avx512_bf16) conv_bf16_fill_avx512(&g_avx512);
     }
 #endif
 #if defined(__aarch64__)

@@ -39,6 +39,8 @@ void conv_fill_avx512(ops_kernels *k);
 /* the int8 convolutions (conv_q8.h); AVX-512 only with VNNI */
 void conv_q8_fill_avx2(ops_kernels *k);
 void conv_q8_fill_avx512(ops_kernels *k);
+void conv_bf16_fill_avx2(ops_kernels *k);
+void conv_bf16_fill_avx512(ops_kernels *k); /* needs AVX512-BF16 */
 void ops_fill_neon(ops_kernels *k);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "backend/cpu/conv.h"
+#include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
@@ -149,6 +150,8 @@ static const ops_kernels scalar_kernels = {
     .conv_transpose1d = conv_transpose1d_scalar,
     .conv1d_q8 = conv1d_q8_scalar,
     .conv_q8_pack = conv_q8_pack_scalar,
+    .conv1d_bf16 = conv1d_bf16_scalar,
+    .conv_bf16_pack = conv_bf16_pack_scalar,
     .snake = snake_scalar,
     .swiglu = ops_swiglu,
 };
