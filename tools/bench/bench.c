@@ -75,6 +75,7 @@ typedef struct bench_opts {
     const bench_case *cases[64];
     int n_cases;
     int frames;       /* > 0 forced, -1 auto, 0 eos */
+    int frames_given; /* --frames was on the command line */
     int reps;
     uint64_t seed;
     int greedy;
@@ -228,6 +229,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
         else if (OPT("--decode", "--decode")) decodes = v;
         else if (OPT("--cases", "--case")) cases = v;
         else if (OPT("--frames", "--frames")) {
+            o->frames_given = 1;
             if (strcmp(v, "auto") == 0) o->frames = -1;
             else if (strcmp(v, "eos") == 0) o->frames = 0;
             else if ((o->frames = atoi(v)) <= 0) {
@@ -726,7 +728,8 @@ int cmd_quality(int argc, char **argv) {
     int rc = 0;
     if (o.n_codec_weights) { /* the codec arm: the decoder alone, against f32 on the same codes */
         for (int mi = 0; mi < o.n_models; mi++)
-            if (quality_codec_run(o.models[mi], o.codec_weights, o.n_codec_weights, o.frames > 0 ? o.frames : 100,
+            if (quality_codec_run(o.models[mi], o.codec_weights, o.n_codec_weights,
+                                  o.frames_given && o.frames > 0 ? o.frames : 100,
                                   o.threads[o.n_threads - 1], o.seed, stdout) != 0)
                 rc = 1;
         report_free(&r);
