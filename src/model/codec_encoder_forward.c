@@ -21,30 +21,6 @@
 
 #include "backend/cpu/conv.h"
 
-static void elu_inplace(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!(x[i] > 0.0f)) x[i] = expm1f(x[i]);
-}
-
-typedef struct elu_job {
-    float *x;
-    size_t n;
-} elu_job;
-
-static void elu_task(void *arg, int t, int n_tasks) {
-    const elu_job *j = arg;
-    const size_t a = j->n * (size_t)t / (size_t)n_tasks, b = j->n * (size_t)(t + 1) / (size_t)n_tasks;
-    elu_inplace(j->x + a, b - a);
-}
-
-/* elu_inplace on ops's threads (the same values: it is elementwise) */
-static void elu_par(const ops_ctx *ops, float *x, size_t n) {
-    elu_job j = {x, n};
-    const int tasks = n < ((size_t)1 << 16) ? 1 : ops->n_threads;
-    if (tasks <= 1) elu_inplace(x, n);
-    else ops_parallel(ops, elu_task, &j, tasks);
-}
-
 /* dst [cols][rows] = src [rows][cols]^T */
 static void transpose(float *dst, const float *src, int rows, int cols) {
     for (int r = 0; r < rows; r++)
@@ -74,14 +50,17 @@ static float *conv_mimi(const ops_ctx *ops, const enc_conv *cv, const float *x, 
             return NULL;
         }
         for (int i = 0; i < cv->cin; i++) {
-            const float *src = x + (size_t)i * t_in;
             float *dst = xp + (size_t)i * tp;
-            memcpy(dst + pad_l, src, sizeof(float) * (size_t)t_in);
-            if (elu_first) elu_inplace(dst + pad_l, (size_t)t_in);
-            const float left = replicate ? dst[pad_l] : 0.0f;
-            const float right = replicate ? dst[pad_l + t_in - 1] : 0.0f;
-            for (int t = 0; t < pad_l; t++) dst[t] = left;
-            for (int t = 0; t < extra; t++) dst[pad_l + t_in + t] = right;
+            memcpy(dst + pad_l, x + (size_t)i * t_in, sizeof(float) * (size_t)t_in);
+            memset(dst, 0, sizeof(float) * (size_t)pad_l);
+            memset(dst + pad_l + t_in, 0, sizeof(float) * (size_t)extra);
+        }
+        /* ELU(0) = 0: the zero pads pass through it unchanged */
+        if (elu_first) ops_elu_ctx(ops, xp, (size_t)cv->cin * (size_t)tp);
+        for (int i = 0; replicate && i < cv->cin; i++) {
+            float *dst = xp + (size_t)i * tp;
+            for (int t = 0; t < pad_l; t++) dst[t] = dst[pad_l];
+            for (int t = 0; t < extra; t++) dst[pad_l + t_in + t] = dst[pad_l + t_in - 1];
         }
         xin = xp;
     }
@@ -99,7 +78,7 @@ static float *seanet(const codec_encoder *c, float *x, int *t) {
         const enc_step *s = &c->steps[i];
         int t_new;
         if (s->kind == STEP_ELU) {
-            elu_par(&c->ops, x, (size_t)ch * (size_t)*t);
+            ops_elu_ctx(&c->ops, x, (size_t)ch * (size_t)*t);
         } else if (s->kind == STEP_CONV) {
             float *y = conv_mimi(&c->ops, &s->a, x, *t, 0, 0, &t_new);
             free(x);
@@ -110,7 +89,7 @@ static float *seanet(const codec_encoder *c, float *x, int *t) {
             float *h = conv_mimi(&c->ops, &s->a, x, *t, 1, 0, &t_new);
             float *h2 = NULL;
             if (h) {
-                elu_par(&c->ops, h, (size_t)s->a.cout * (size_t)t_new);
+                ops_elu_ctx(&c->ops, h, (size_t)s->a.cout * (size_t)t_new);
                 h2 = conv_mimi(&c->ops, &s->b, h, t_new, 0, 0, &t_new);
                 free(h);
             }

@@ -151,6 +151,7 @@ static const ops_kernels scalar_kernels = {
     .conv_q8_pack = conv_q8_pack_scalar,
     .snake = snake_scalar,
     .swiglu = ops_swiglu,
+    .elu = ops_elu,
 };
 
 static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
