@@ -25,6 +25,7 @@ typedef struct dump_ctx {
     int progress;
     double t0;
     long frames;          /* frames of all segments so far */
+    double t_first_frame; /* tool_now_s() when the first frame came (0: none yet) */
     int segment, n_segments;
     size_t chars_total, chars_done, chars_cur;
 } dump_ctx;
@@ -45,7 +46,7 @@ static void show_progress(dump_ctx *d) {
 
 static int on_frame(const int32_t *codes, int idx, void *user) {
     dump_ctx *d = user;
-    d->frames++;
+    if (d->frames++ == 0) d->t_first_frame = tool_now_s();
     if (d->progress && (d->frames % 4 == 0 || d->frames == 1)) show_progress(d);
     if (!d->f) return 0;
     for (int g = 0; g < d->n_groups; g++)
@@ -260,12 +261,15 @@ int cmd_speak(int argc, char **argv, int first) {
             qtts_context_get_stats(ctx, &st);
             qtts_model_info mi;
             qtts_model_get_info(m, &mi);
+            /* the first frame: from the end of the prefill to its on_frame call;
+               the first decode: from there to the first PCM chunk */
+            const double to_frame_ms = d.t_first_frame > 0 ? (d.t_first_frame - t_synth) * 1e3 : st.first_audio_ms;
             fprintf(stderr,
                     "qtts timing: load_ms %.1f prepare_ms %.1f voice_ms %.1f setup_ms %.1f prefill_ms %.1f "
-                    "first_frame_decode_ms %.1f first_audio_ms %.1f (since main) weights_cache %s\n",
+                    "first_frame_ms %.1f first_decode_ms %.1f first_audio_ms %.1f (since main) weights_cache %s\n",
                     mi.load_ms - mi.prepare_ms, mi.prepare_ms, t_voice * 1e3,
-                    (t_synth - t_main) * 1e3 - mi.load_ms - t_voice * 1e3, st.prefill_ms,
-                    st.first_audio_ms - st.prefill_ms, (t_synth - t_main) * 1e3 + st.first_audio_ms, mi.weights_cache);
+                    (t_synth - t_main) * 1e3 - mi.load_ms - t_voice * 1e3, st.prefill_ms, to_frame_ms - st.prefill_ms,
+                    st.first_audio_ms - to_frame_ms, (t_synth - t_main) * 1e3 + st.first_audio_ms, mi.weights_cache);
         }
         if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
         n_frames = (int)(n_samples / (size_t)info.samples_per_frame);
