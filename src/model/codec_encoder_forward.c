@@ -133,40 +133,46 @@ typedef struct tf_scratch {
     float *att; /* [T][H*hd] */
     float *out; /* [T][C] */
     float *mlp; /* [T][I] */
-    float *p;   /* [T] attention probabilities of one query */
+    float *p;   /* [n_threads][T] attention probabilities of one query per task */
 } tf_scratch;
 
-/* Causal self-attention of one layer over the whole clip: att = softmax(q k^T
- * * scale + causal) v per head, on RoPE'd q and k (positions 0..T-1). */
-static void attention(const codec_encoder *c, tf_scratch *s, int T) {
-    const codec_encoder_config *g = &c->cfg;
+typedef struct attn_job {
+    const codec_encoder *c;
+    tf_scratch *s;
+    int T;
+} attn_job;
+
+/* Queries t = task, task + n_tasks, ... (interleaved: query t costs t + 1
+ * keys), every head, each with its own scores row of s->p. */
+static void attn_task(void *arg, int task, int n_tasks) {
+    const attn_job *j = arg;
+    const codec_encoder_config *g = &j->c->cfg;
     const int hd = g->head_dim, qd = g->n_heads * hd, kvd = g->n_kv_heads * hd;
     const int group = g->n_heads / g->n_kv_heads;
     const float scale = (float)(1.0 / sqrt((double)hd));
+    float *p = j->s->p + (size_t)task * (size_t)j->T;
+    for (int t = task; t < j->T; t += n_tasks)
+        for (int h = 0; h < g->n_heads; h++) {
+            const int kvh = h / group;
+            ops_attn_head(&j->c->ops, j->s->q + (size_t)t * qd + h * hd, j->s->k + kvh * hd, j->s->v + kvh * hd,
+                          (size_t)kvd, t + 1, hd, scale, p, j->s->att + (size_t)t * qd + h * hd);
+        }
+}
+
+/* Causal self-attention of one layer over the whole clip: att = softmax(q k^T
+ * * scale + causal) v per head (ops_attn_head, the kernel table's), on
+ * RoPE'd q and k (positions 0..T-1); queries split over the threads. */
+static void attention(const codec_encoder *c, tf_scratch *s, int T) {
+    const codec_encoder_config *g = &c->cfg;
+    const int hd = g->head_dim, qd = g->n_heads * hd, kvd = g->n_kv_heads * hd;
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < g->n_heads; h++) ops_rope_neox(s->q + (size_t)t * qd + h * hd, hd, t, c->inv_freq);
         for (int h = 0; h < g->n_kv_heads; h++) ops_rope_neox(s->k + (size_t)t * kvd + h * hd, hd, t, c->inv_freq);
     }
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < g->n_heads; h++) {
-            const float *q = s->q + (size_t)t * qd + h * hd;
-            const int kvh = h / group;
-            for (int j = 0; j <= t; j++) {
-                const float *k = s->k + (size_t)j * kvd + kvh * hd;
-                float dot = 0.0f;
-                for (int i = 0; i < hd; i++) dot += q[i] * k[i];
-                s->p[j] = dot * scale;
-            }
-            ops_softmax(s->p, t + 1);
-            float *o = s->att + (size_t)t * qd + h * hd;
-            for (int i = 0; i < hd; i++) o[i] = 0.0f;
-            for (int j = 0; j <= t; j++) {
-                const float *v = s->v + (size_t)j * kvd + kvh * hd;
-                const float pj = s->p[j];
-                for (int i = 0; i < hd; i++) o[i] += pj * v[i];
-            }
-        }
-    }
+    attn_job j = {c, s, T};
+    const int tasks = T < 2 * c->ops.n_threads ? 1 : c->ops.n_threads;
+    if (tasks <= 1) attn_task(&j, 0, 1);
+    else ops_parallel(&c->ops, attn_task, &j, tasks);
 }
 
 /* Pre-LN transformer on x [T][C] in place. No final norm (Mimi). Returns 0,
@@ -183,7 +189,7 @@ static int transformer(const codec_encoder *c, float *x, int T) {
     s.att = malloc(sizeof(float) * nT * (size_t)qd);
     s.out = malloc(sizeof(float) * nT * (size_t)C);
     s.mlp = malloc(sizeof(float) * nT * (size_t)I);
-    s.p = malloc(sizeof(float) * nT);
+    s.p = malloc(sizeof(float) * nT * (size_t)(c->ops.n_threads > 1 ? c->ops.n_threads : 1));
     int rc = -1;
     if (!s.ln || !s.q || !s.k || !s.v || !s.att || !s.out || !s.mlp || !s.p) goto done;
     for (int l = 0; l < g->n_layers; l++) {
