@@ -9,9 +9,10 @@
  * fp32) and the Qwen3TTSTokenizerV2Model.encode slice; see spec codec.md §5.
  * The mask is plain causal: config sliding_window (250) is applied only by
  * HF's flash-attention path, which the official pipeline does not use.
- * Cost, real geometry on one scalar thread (random weights, 3 s clip):
- * ~2.2 s per second of audio, SEANet convolutions (ops_conv1d) ~77%,
- * transformer matmuls ~19%, RVQ ~4%. The whole clip is held at once,
+ * Cost, real geometry, 9.9 s of audio: 27.3 G multiply-adds (SEANet convs
+ * 20.0 G, transformer 6.2 G, RVQ scores 1.0 G); 1.3-1.6 s of CPU on 2
+ * threads of the Zen 4 guest with AVX-512 at load average 7-8 (docs/BENCH.md
+ * "Cold start"), the convs (ops_conv1d) most of it. The whole clip is held at once,
  * bounded by CODEC_ENCODER_MAX_SECONDS. */
 #include "model/codec_encoder_impl.h"
 
