@@ -422,6 +422,8 @@ static qtts_status load_rvq(codec_encoder *c, enc_rvq *q, const char *which, int
     }
     q->codebook = calloc((size_t)n_used, sizeof(float *));
     if ((st = own(c, q->codebook, e))) return st;
+    q->norm2 = calloc((size_t)n_used, sizeof(double *));
+    if ((st = own(c, q->norm2, e))) return st;
     for (int i = 0; i < n_used; i++) {
         const float *sum, *usage;
         const int64_t shape[2] = {K, d};
@@ -431,11 +433,19 @@ static qtts_status load_rvq(codec_encoder *c, enc_rvq *q, const char *which, int
         if ((st = get_vec(c, n, K, &usage, e))) return st;
         float *E = malloc(sizeof(float) * (size_t)K * (size_t)d);
         if ((st = own(c, E, e))) return st;
+        double *n2 = malloc(sizeof(double) * (size_t)K);
+        if ((st = own(c, n2, e))) return st;
         for (int j = 0; j < K; j++) {
             const float u = usage[j] < 1e-5f ? 1e-5f : usage[j];
-            for (int k = 0; k < d; k++) E[(size_t)j * d + k] = sum[(size_t)j * d + k] / u;
+            double a = 0.0;
+            for (int k = 0; k < d; k++) {
+                E[(size_t)j * d + k] = sum[(size_t)j * d + k] / u;
+                a += (double)E[(size_t)j * d + k] * E[(size_t)j * d + k];
+            }
+            n2[j] = a;
         }
         q->codebook[i] = E;
+        q->norm2[i] = n2;
     }
     return QTTS_OK;
 }

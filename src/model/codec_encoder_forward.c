@@ -9,9 +9,10 @@
  * fp32) and the Qwen3TTSTokenizerV2Model.encode slice; see spec codec.md §5.
  * The mask is plain causal: config sliding_window (250) is applied only by
  * HF's flash-attention path, which the official pipeline does not use.
- * Cost, real geometry on one scalar thread (random weights, 3 s clip):
- * ~2.2 s per second of audio, SEANet convolutions (ops_conv1d) ~77%,
- * transformer matmuls ~19%, RVQ ~4%. The whole clip is held at once,
+ * Cost, real geometry, 9.9 s of audio: 27.3 G multiply-adds (SEANet convs
+ * 20.0 G, transformer 6.2 G, RVQ scores 1.0 G); 1.3-1.6 s of CPU on 2
+ * threads of the Zen 4 guest with AVX-512 at load average 7-8 (docs/BENCH.md
+ * "Cold start"), the convs (ops_conv1d) most of it. The whole clip is held at once,
  * bounded by CODEC_ENCODER_MAX_SECONDS. */
 #include "model/codec_encoder_impl.h"
 
@@ -20,30 +21,6 @@
 #include <string.h>
 
 #include "backend/cpu/conv.h"
-
-static void elu_inplace(float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!(x[i] > 0.0f)) x[i] = expm1f(x[i]);
-}
-
-typedef struct elu_job {
-    float *x;
-    size_t n;
-} elu_job;
-
-static void elu_task(void *arg, int t, int n_tasks) {
-    const elu_job *j = arg;
-    const size_t a = j->n * (size_t)t / (size_t)n_tasks, b = j->n * (size_t)(t + 1) / (size_t)n_tasks;
-    elu_inplace(j->x + a, b - a);
-}
-
-/* elu_inplace on ops's threads (the same values: it is elementwise) */
-static void elu_par(const ops_ctx *ops, float *x, size_t n) {
-    elu_job j = {x, n};
-    const int tasks = n < ((size_t)1 << 16) ? 1 : ops->n_threads;
-    if (tasks <= 1) elu_inplace(x, n);
-    else ops_parallel(ops, elu_task, &j, tasks);
-}
 
 /* dst [cols][rows] = src [rows][cols]^T */
 static void transpose(float *dst, const float *src, int rows, int cols) {
@@ -74,14 +51,17 @@ static float *conv_mimi(const ops_ctx *ops, const enc_conv *cv, const float *x, 
             return NULL;
         }
         for (int i = 0; i < cv->cin; i++) {
-            const float *src = x + (size_t)i * t_in;
             float *dst = xp + (size_t)i * tp;
-            memcpy(dst + pad_l, src, sizeof(float) * (size_t)t_in);
-            if (elu_first) elu_inplace(dst + pad_l, (size_t)t_in);
-            const float left = replicate ? dst[pad_l] : 0.0f;
-            const float right = replicate ? dst[pad_l + t_in - 1] : 0.0f;
-            for (int t = 0; t < pad_l; t++) dst[t] = left;
-            for (int t = 0; t < extra; t++) dst[pad_l + t_in + t] = right;
+            memcpy(dst + pad_l, x + (size_t)i * t_in, sizeof(float) * (size_t)t_in);
+            memset(dst, 0, sizeof(float) * (size_t)pad_l);
+            memset(dst + pad_l + t_in, 0, sizeof(float) * (size_t)extra);
+        }
+        /* ELU(0) = 0: the zero pads pass through it unchanged */
+        if (elu_first) ops_elu_ctx(ops, xp, (size_t)cv->cin * (size_t)tp);
+        for (int i = 0; replicate && i < cv->cin; i++) {
+            float *dst = xp + (size_t)i * tp;
+            for (int t = 0; t < pad_l; t++) dst[t] = dst[pad_l];
+            for (int t = 0; t < extra; t++) dst[pad_l + t_in + t] = dst[pad_l + t_in - 1];
         }
         xin = xp;
     }
@@ -99,7 +79,7 @@ static float *seanet(const codec_encoder *c, float *x, int *t) {
         const enc_step *s = &c->steps[i];
         int t_new;
         if (s->kind == STEP_ELU) {
-            elu_par(&c->ops, x, (size_t)ch * (size_t)*t);
+            ops_elu_ctx(&c->ops, x, (size_t)ch * (size_t)*t);
         } else if (s->kind == STEP_CONV) {
             float *y = conv_mimi(&c->ops, &s->a, x, *t, 0, 0, &t_new);
             free(x);
@@ -110,7 +90,7 @@ static float *seanet(const codec_encoder *c, float *x, int *t) {
             float *h = conv_mimi(&c->ops, &s->a, x, *t, 1, 0, &t_new);
             float *h2 = NULL;
             if (h) {
-                elu_par(&c->ops, h, (size_t)s->a.cout * (size_t)t_new);
+                ops_elu_ctx(&c->ops, h, (size_t)s->a.cout * (size_t)t_new);
                 h2 = conv_mimi(&c->ops, &s->b, h, t_new, 0, 0, &t_new);
                 free(h);
             }
@@ -154,40 +134,46 @@ typedef struct tf_scratch {
     float *att; /* [T][H*hd] */
     float *out; /* [T][C] */
     float *mlp; /* [T][I] */
-    float *p;   /* [T] attention probabilities of one query */
+    float *p;   /* [n_threads][T] attention probabilities of one query per task */
 } tf_scratch;
 
-/* Causal self-attention of one layer over the whole clip: att = softmax(q k^T
- * * scale + causal) v per head, on RoPE'd q and k (positions 0..T-1). */
-static void attention(const codec_encoder *c, tf_scratch *s, int T) {
-    const codec_encoder_config *g = &c->cfg;
+typedef struct attn_job {
+    const codec_encoder *c;
+    tf_scratch *s;
+    int T;
+} attn_job;
+
+/* Queries t = task, task + n_tasks, ... (interleaved: query t costs t + 1
+ * keys), every head, each with its own scores row of s->p. */
+static void attn_task(void *arg, int task, int n_tasks) {
+    const attn_job *j = arg;
+    const codec_encoder_config *g = &j->c->cfg;
     const int hd = g->head_dim, qd = g->n_heads * hd, kvd = g->n_kv_heads * hd;
     const int group = g->n_heads / g->n_kv_heads;
     const float scale = (float)(1.0 / sqrt((double)hd));
+    float *p = j->s->p + (size_t)task * (size_t)j->T;
+    for (int t = task; t < j->T; t += n_tasks)
+        for (int h = 0; h < g->n_heads; h++) {
+            const int kvh = h / group;
+            ops_attn_head(&j->c->ops, j->s->q + (size_t)t * qd + h * hd, j->s->k + kvh * hd, j->s->v + kvh * hd,
+                          (size_t)kvd, t + 1, hd, scale, p, j->s->att + (size_t)t * qd + h * hd);
+        }
+}
+
+/* Causal self-attention of one layer over the whole clip: att = softmax(q k^T
+ * * scale + causal) v per head (ops_attn_head, the kernel table's), on
+ * RoPE'd q and k (positions 0..T-1); queries split over the threads. */
+static void attention(const codec_encoder *c, tf_scratch *s, int T) {
+    const codec_encoder_config *g = &c->cfg;
+    const int hd = g->head_dim, qd = g->n_heads * hd, kvd = g->n_kv_heads * hd;
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < g->n_heads; h++) ops_rope_neox(s->q + (size_t)t * qd + h * hd, hd, t, c->inv_freq);
         for (int h = 0; h < g->n_kv_heads; h++) ops_rope_neox(s->k + (size_t)t * kvd + h * hd, hd, t, c->inv_freq);
     }
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < g->n_heads; h++) {
-            const float *q = s->q + (size_t)t * qd + h * hd;
-            const int kvh = h / group;
-            for (int j = 0; j <= t; j++) {
-                const float *k = s->k + (size_t)j * kvd + kvh * hd;
-                float dot = 0.0f;
-                for (int i = 0; i < hd; i++) dot += q[i] * k[i];
-                s->p[j] = dot * scale;
-            }
-            ops_softmax(s->p, t + 1);
-            float *o = s->att + (size_t)t * qd + h * hd;
-            for (int i = 0; i < hd; i++) o[i] = 0.0f;
-            for (int j = 0; j <= t; j++) {
-                const float *v = s->v + (size_t)j * kvd + kvh * hd;
-                const float pj = s->p[j];
-                for (int i = 0; i < hd; i++) o[i] += pj * v[i];
-            }
-        }
-    }
+    attn_job j = {c, s, T};
+    const int tasks = T < 2 * c->ops.n_threads ? 1 : c->ops.n_threads;
+    if (tasks <= 1) attn_task(&j, 0, 1);
+    else ops_parallel(&c->ops, attn_task, &j, tasks);
 }
 
 /* Pre-LN transformer on x [T][C] in place. No final norm (Mimi). Returns 0,
@@ -204,7 +190,7 @@ static int transformer(const codec_encoder *c, float *x, int T) {
     s.att = malloc(sizeof(float) * nT * (size_t)qd);
     s.out = malloc(sizeof(float) * nT * (size_t)C);
     s.mlp = malloc(sizeof(float) * nT * (size_t)I);
-    s.p = malloc(sizeof(float) * nT);
+    s.p = malloc(sizeof(float) * nT * (size_t)(c->ops.n_threads > 1 ? c->ops.n_threads : 1));
     int rc = -1;
     if (!s.ln || !s.q || !s.k || !s.v || !s.att || !s.out || !s.mlp || !s.p) goto done;
     for (int l = 0; l < g->n_layers; l++) {
@@ -239,30 +225,34 @@ done:
     return rc;
 }
 
-/* Index of the codebook row nearest to x in squared L2 distance; the first
- * on ties (torch argmin). The distance is summed as differences in double,
+/* Squared L2 distance of x and e over d, summed as differences in double,
  * i.e. essentially exact for the f32 inputs: torch.cdist's |x|^2 + |e|^2 -
  * 2 x.e form in f32 is less accurate, but its error (~1e-7 relative) stays far
- * below the smallest relative gap seen in the goldens (1.7e-4). */
+ * below the smallest relative gap seen in the goldens (1.7e-4). Four partial
+ * sums; each term is exact in double, so the order moves the sum by ~1e-16
+ * relative, far below any gap. */
+static double sqdist(const float *e, const float *x, int d) {
+    double s4[4] = {0.0, 0.0, 0.0, 0.0};
+    int k = 0;
+    for (; k + 4 <= d; k += 4)
+        for (int l = 0; l < 4; l++) {
+            const double t = (double)x[k + l] - (double)e[k + l];
+            s4[l] += t * t;
+        }
+    for (; k < d; k++) {
+        const double t = (double)x[k] - (double)e[k];
+        s4[0] += t * t;
+    }
+    return (s4[0] + s4[1]) + (s4[2] + s4[3]);
+}
+
+/* Index of the codebook row nearest to x by sqdist over all K rows; the
+ * first on ties (torch argmin). */
 static int nearest(const float *E, int K, int d, const float *x) {
     int best = 0;
     double best_d = INFINITY;
     for (int j = 0; j < K; j++) {
-        const float *e = E + (size_t)j * d;
-        /* four partial sums (vectorisable); each term is exact in double, so
-         * the order moves the sum by ~1e-16 relative, far below any gap */
-        double s4[4] = {0.0, 0.0, 0.0, 0.0};
-        int k = 0;
-        for (; k + 4 <= d; k += 4)
-            for (int l = 0; l < 4; l++) {
-                const double t = (double)x[k + l] - (double)e[k + l];
-                s4[l] += t * t;
-            }
-        for (; k < d; k++) {
-            const double t = (double)x[k] - (double)e[k];
-            s4[0] += t * t;
-        }
-        const double s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+        const double s = sqdist(E + (size_t)j * d, x, d);
         if (s < best_d) {
             best_d = s;
             best = j;
@@ -271,47 +261,101 @@ static int nearest(const float *E, int K, int d, const float *x) {
     return best;
 }
 
-typedef struct rvq_job {
-    const codec_encoder *c;
-    const enc_rvq *q;
-    float *u;
-    int T, n_out, col0;
-    int32_t *codes;
-} rvq_job;
+typedef struct vq_job {
+    const float *E, *R, *S;
+    const double *e2, *en; /* |E_j|^2, |E_j| */
+    int K, d, T;
+    int32_t *idx;
+} vq_job;
 
-static void rvq_rows(const codec_encoder *c, const enc_rvq *q, float *u, int t0, int t1, int32_t *codes, int n_out,
-                     int col0);
+/* Frames [t0, t1) of enc_vq_nearest. a_j = |E_j|^2 - 2 S_tj is |R_t - E_j|^2
+ * - |R_t|^2 up to the f32 product's error, at most gamma_d |R_t| |E_j| for any
+ * summation order (gamma_d = d u / (1 - d u) < 2 d u, u = 2^-24), so twice
+ * that for 2 S_tj; b_j takes twice this again, plus 1e-12 (|E_j|^2 + |R_t|^2)
+ * for the double roundings of sqdist, e2 and a_j (~d 2^-53 of it). A row with
+ * a_j - b_j above min_k (a_k + b_k) cannot be sqdist's least; the others
+ * (usually one) are compared by sqdist in index order, so the result is
+ * nearest's. A non-finite score falls back to nearest. */
+static void vq_rows(const vq_job *j, int t0, int t1) {
+    const int K = j->K, d = j->d;
+    const double rel = 8.0 * d * 0x1p-24;
+    for (int t = t0; t < t1; t++) {
+        const float *r = j->R + (size_t)t * d, *s = j->S + (size_t)t * K;
+        double x2 = 0.0;
+        for (int k = 0; k < d; k++) x2 += (double)r[k] * r[k];
+        const double xn = sqrt(x2);
+        double hi = INFINITY;
+        for (int i = 0; i < K; i++) {
+            const double a = j->e2[i] - 2.0 * (double)s[i], b = rel * xn * j->en[i] + 1e-12 * (j->e2[i] + x2);
+            if (a + b < hi) hi = a + b;
+        }
+        int best = -1;
+        if (isfinite(hi)) {
+            double best_d = INFINITY;
+            for (int i = 0; i < K; i++) {
+                const double a = j->e2[i] - 2.0 * (double)s[i], b = rel * xn * j->en[i] + 1e-12 * (j->e2[i] + x2);
+                if (!(a - b <= hi)) continue;
+                const double m = sqdist(j->E + (size_t)i * d, r, d);
+                if (m < best_d) {
+                    best_d = m;
+                    best = i;
+                }
+            }
+        }
+        j->idx[t] = best >= 0 ? best : nearest(j->E, K, d, r);
+    }
+}
 
-static void rvq_task(void *arg, int t, int n_tasks) {
-    const rvq_job *j = arg;
-    rvq_rows(j->c, j->q, j->u, (int)((int64_t)j->T * t / n_tasks), (int)((int64_t)j->T * (t + 1) / n_tasks), j->codes,
-             j->n_out, j->col0);
+static void vq_task(void *arg, int t, int n_tasks) {
+    const vq_job *j = arg;
+    vq_rows(j, (int)((int64_t)j->T * t / n_tasks), (int)((int64_t)j->T * (t + 1) / n_tasks));
+}
+
+void enc_vq_nearest(const ops_ctx *ops, const float *E, const double *e2, int K, int d, const float *R, int T,
+                    float *scores, int32_t *idx) {
+    double *en = malloc(sizeof(double) * (size_t)K);
+    if (!en) { /* the exhaustive search needs no memory */
+        for (int t = 0; t < T; t++) idx[t] = nearest(E, K, d, R + (size_t)t * d);
+        return;
+    }
+    for (int i = 0; i < K; i++) en[i] = sqrt(e2[i]);
+    const qt_mat W = {.data = E, .dtype = DT_F32, .rows = K, .cols = d};
+    ops_matmul(ops, &W, R, T, NULL, scores);
+    vq_job j = {E, R, scores, e2, en, K, d, T, idx};
+    const int tasks = T < 2 * ops->n_threads ? 1 : 2 * ops->n_threads;
+    if (tasks <= 1) vq_rows(&j, 0, T);
+    else ops_parallel(ops, vq_task, &j, tasks);
+    free(en);
 }
 
 /* Residual VQ of one branch over u [T][d] (modified in place: it ends as the
- * residual); codes written at column col0 of codes [T][n_out]. Frames are
- * independent: they are split over the encoder's threads. */
-static void rvq_encode(const codec_encoder *c, const enc_rvq *q, float *u, int T, int32_t *codes, int n_out,
-                       int col0) {
-    rvq_job j = {c, q, u, T, n_out, col0, codes};
-    const int tasks = T < 2 * c->ops.n_threads ? 1 : 2 * c->ops.n_threads;
-    if (tasks <= 1) rvq_rows(c, q, u, 0, T, codes, n_out, col0);
-    else ops_parallel(&c->ops, rvq_task, &j, tasks);
-}
-
-static void rvq_rows(const codec_encoder *c, const enc_rvq *q, float *u, int t0, int t1, int32_t *codes, int n_out,
-                     int col0) {
+ * residual); codes written at column col0 of codes [T][n_out]. Returns 0, or
+ * -1 when out of memory. */
+static int rvq_encode(const codec_encoder *c, const enc_rvq *q, float *u, int T, int32_t *codes, int n_out,
+                      int col0) {
     const int K = c->cfg.codebook_size, d = c->cfg.codebook_dim;
-    for (int t = t0; t < t1; t++) {
-        float *r = u + (size_t)t * d;
-        for (int i = 0; i < q->n_used; i++) {
-            const float *E = q->codebook[i];
-            const int j = nearest(E, K, d, r);
-            codes[(size_t)t * n_out + col0 + i] = j;
-            if (i + 1 < q->n_used)
-                for (int k = 0; k < d; k++) r[k] = r[k] - E[(size_t)j * d + k];
+    float *S = malloc(sizeof(float) * (size_t)T * (size_t)K);
+    int32_t *ix = malloc(sizeof(int32_t) * (size_t)T);
+    if (!S || !ix) {
+        free(S);
+        free(ix);
+        return -1;
+    }
+    for (int i = 0; i < q->n_used; i++) {
+        const float *E = q->codebook[i];
+        enc_vq_nearest(&c->ops, E, q->norm2[i], K, d, u, T, S, ix);
+        for (int t = 0; t < T; t++) {
+            codes[(size_t)t * n_out + col0 + i] = ix[t];
+            if (i + 1 < q->n_used) {
+                float *r = u + (size_t)t * d;
+                const float *e = E + (size_t)ix[t] * d;
+                for (int k = 0; k < d; k++) r[k] = r[k] - e[k];
+            }
         }
     }
+    free(S);
+    free(ix);
+    return 0;
 }
 
 /* Input projection of one branch: u [T][d] from z [T][C]; trace as [d][T]. */
@@ -381,11 +425,11 @@ qtts_status codec_encoder_encode_traced(const codec_encoder *c, const float *pcm
     transpose(zt, z, C, T);
     if (c->sem.n_used > 0) {
         if (rvq_project(c, &c->sem, zt, T, u, "enc_semantic_proj_out", trace, user)) goto nomem;
-        rvq_encode(c, &c->sem, u, T, out, nq, 0);
+        if (rvq_encode(c, &c->sem, u, T, out, nq, 0)) goto nomem;
     }
     if (c->ac.n_used > 0) {
         if (rvq_project(c, &c->ac, zt, T, u, "enc_acoustic_proj_out", trace, user)) goto nomem;
-        rvq_encode(c, &c->ac, u, T, out, nq, c->sem.n_used);
+        if (rvq_encode(c, &c->ac, u, T, out, nq, c->sem.n_used)) goto nomem;
     }
     *codes = out;
     *n_frames = T;

@@ -75,6 +75,7 @@ typedef struct enc_rvq {
     qt_mat in_proj;   /* [d][C] (conv k=1, no bias) */
     int n_used;       /* codebooks used for the output codes */
     float **codebook; /* [n_used] -> owned [K][d] = embed_sum / max(cluster_usage, 1e-5) */
+    double **norm2;   /* [n_used] -> owned [K] |codebook row|^2, summed in double */
 } enc_rvq;
 
 struct codec_encoder {
@@ -90,5 +91,15 @@ struct codec_encoder {
     int n_owned, cap_owned;
     void **owned;         /* f32 copies of non-F32 tensors and materialised codebooks */
 };
+
+/* The nearest row of E [K][d] to each row of R [T][d] in squared L2
+ * distance, the first on ties: idx[t]. The same indices as comparing every
+ * row's sum of squared differences in double (codec_encoder_forward.c,
+ * nearest), found through scores [T][K] = R E^T by ops_matmul on ops's
+ * kernels: every row whose distance |E_j|^2 - 2 R_t.E_j (e2: |E_j|^2) can
+ * be the least within the f32 product's error bound is compared exactly.
+ * scores: scratch of T * K floats. */
+void enc_vq_nearest(const ops_ctx *ops, const float *E, const double *e2, int K, int d, const float *R, int T,
+                    float *scores, int32_t *idx);
 
 #endif

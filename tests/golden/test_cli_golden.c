@@ -427,6 +427,24 @@ static void main_job_tests(void) {
              q(cv), g_tmp, g_tmp, qtts_bin(), g_tmp, g_tmp);
     rc = run_out(cmd, out, sizeof out, err, sizeof err);
     test_report("cli/input/instruct_on_0b6_warns", rc == 0 && strstr(err, "ignores instructions"), "exit %d: %s", rc, err);
+    /* --timing: every figure present and >= 0, and the first audio since main
+       the sum of the parts (each printed to 0.1 ms) */
+    snprintf(cmd, sizeof cmd, "%s --model %s --text hi --speaker vivian --stdout --timing -q --max-new-tokens 2 >/dev/null",
+             qtts_bin(), q(e2e));
+    rc = run_cmd(cmd, err, sizeof err);
+    static const char *const keys[] = {"load_ms ", "prepare_ms ", "voice_ms ", "setup_ms ", "prefill_ms ",
+                                       "first_frame_ms ", "first_decode_ms ", "first_audio_ms "};
+    double v[8];
+    int all = 1;
+    const char *line = strstr(err, "qtts timing:");
+    for (int i = 0; i < 8; i++) {
+        const char *k = line ? strstr(line, keys[i]) : NULL;
+        v[i] = k ? atof(k + strlen(keys[i])) : -1;
+        all &= k && v[i] >= 0;
+    }
+    const double parts = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6];
+    test_report("cli/timing_split", rc == 0 && all && fabs(v[7] - parts) <= 0.5, "exit %d, parts %.1f vs first audio %.1f: %s",
+                rc, parts, v[7], err);
 }
 
 /* Voice cloning from the command line: x-vector-only and ICL from the golden

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "model/codec_encoder.h"
+#include "model/codec_encoder_impl.h"
 #include "util/dtype.h"
 #include "npy.h"
 #include "test.h"
@@ -396,7 +397,85 @@ static void check_bf16_weights(void) {
     rmdir(dir);
 }
 
+/* sqdist of codec_encoder_forward.c: four partial sums of squared
+ * differences in double */
+static double ref_sqdist(const float *e, const float *x, int d) {
+    double s4[4] = {0, 0, 0, 0};
+    int k = 0;
+    for (; k + 4 <= d; k += 4)
+        for (int l = 0; l < 4; l++) {
+            const double t = (double)x[k + l] - (double)e[k + l];
+            s4[l] += t * t;
+        }
+    for (; k < d; k++) {
+        const double t = (double)x[k] - (double)e[k];
+        s4[0] += t * t;
+    }
+    return (s4[0] + s4[1]) + (s4[2] + s4[3]);
+}
+
+/* enc_vq_nearest (scores by the table's f32 product, then exact compares)
+ * against the exhaustive search in double, first on ties, on seeded data
+ * full of near ties: duplicate rows, rows one ulp apart, queries at the
+ * rounded midpoints of two rows and on rows; every kernel table, 1 and 2
+ * threads. */
+static void check_vq_nearest(void) {
+    enum { K = 301, D = 37, T = 120 };
+    float *E = malloc(sizeof(float) * K * D), *R = malloc(sizeof(float) * T * D), *S = malloc(sizeof(float) * T * K);
+    double e2[K];
+    int32_t idx[T], want[T];
+    uint32_t seed = 12345u;
+    for (int i = 0; i < K * D; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        E[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 4.0f;
+    }
+    memcpy(E + 1 * D, E + 0 * D, sizeof(float) * D); /* exact duplicate: row 0 must win */
+    memcpy(E + 3 * D, E + 2 * D, sizeof(float) * D);
+    E[3 * D + 5] = nextafterf(E[3 * D + 5], 10.0f); /* one ulp apart */
+    for (int t = 0; t < T; t++) {
+        float *r = R + (size_t)t * D;
+        const int a = (t * 7) % K, b = (t * 13 + 1) % K;
+        for (int k = 0; k < D; k++) {
+            if (t % 3 == 0) r[k] = 0.5f * (E[(size_t)a * D + k] + E[(size_t)b * D + k]); /* near tie of a and b */
+            else if (t % 3 == 1) r[k] = E[(size_t)a * D + k];                            /* on a row */
+            else {
+                seed = seed * 1664525u + 1013904223u;
+                r[k] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 4.0f;
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) memcpy(R + (size_t)t * D, E + (size_t)(t % 4) * D, sizeof(float) * D);
+    for (int j = 0; j < K; j++) {
+        double a = 0;
+        for (int k = 0; k < D; k++) a += (double)E[(size_t)j * D + k] * E[(size_t)j * D + k];
+        e2[j] = a;
+    }
+    for (int t = 0; t < T; t++) {
+        double best = INFINITY;
+        for (int j = 0; j < K; j++) {
+            const double m = ref_sqdist(E + (size_t)j * D, R + (size_t)t * D, D);
+            if (m < best) best = m, want[t] = j;
+        }
+    }
+    for (int scalar = 0; scalar <= 1; scalar++)
+        for (int nt = 1; nt <= 2; nt++) {
+            ops_ctx c;
+            ops_init(&c, nt, scalar);
+            enc_vq_nearest(&c, E, e2, K, D, R, T, S, idx);
+            int bad = -1;
+            for (int t = 0; t < T && bad < 0; t++)
+                if (idx[t] != want[t]) bad = t;
+            char name[64];
+            snprintf(name, sizeof name, "vq_nearest/%s_t%d", c.k->name, nt);
+            CHECK(name, bad < 0, "frame %d: %d, the exhaustive search %d", bad, bad >= 0 ? idx[bad] : 0,
+                  bad >= 0 ? want[bad] : 0);
+            ops_free(&c);
+        }
+    free(E), free(R), free(S);
+}
+
 int main(void) {
+    check_vq_nearest();
     codec_encoder *enc = NULL;
     qtts_error e = {0};
     qtts_status st = codec_encoder_load(&enc, test_path("golden/data/base_clone/speech_tokenizer"), &e);

@@ -1635,6 +1635,78 @@ static void test_swiglu(void) {
     }
 }
 
+/* ulps between two finite floats of the same sign (or zeros) */
+static double ulp_dist(float a, float b) {
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    if (ia < 0) ia = INT32_MIN - ia; /* sign-magnitude to a monotonic integer line */
+    if (ib < 0) ib = INT32_MIN - ib;
+    return fabs((double)ia - (double)ib);
+}
+
+/* Each table's ELU against the scalar table's (libm expm1f): within 2 ulp
+ * over a dense sweep of [-90, 0], tiny and subnormal negatives and seeded
+ * data (the largest seen is printed); x >= 0, +-0 with their signs, +inf
+ * and NaN unchanged, -inf to -1; any chunking gives the same bits. */
+static void test_elu(void) {
+    enum { N = 70000 }; /* over ops_elu_ctx's split size */
+    float *x0 = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N), *ys = malloc(sizeof(float) * N),
+          *y2 = malloc(sizeof(float) * N);
+    if (!x0 || !y || !ys || !y2) {
+        CHECK("elu_alloc", 0, "out of memory");
+        return;
+    }
+    for (int i = 0; i < 20000; i++) x0[i] = -90.0f * (float)i / 20000.0f;          /* sweep of [-90, 0] */
+    for (int i = 20000; i < 21000; i++) x0[i] = -ldexpf(1.0f, -(i - 20000) % 160); /* -1 down to subnormal */
+    for (int i = 21000; i < 22000; i++) x0[i] = -0.3466f * (float)(i - 21000) / 1000.0f - 1e-3f; /* |r| edge */
+    fill(x0 + 22000, N - 22000, 6.0f);
+    const float special[] = {0.0f, -0.0f, 1.0f, 3.0e38f, INFINITY, -INFINITY, NAN, -87.0f, -87.5f, -88.7f, -1e-45f};
+    const int ns = (int)(sizeof special / sizeof special[0]);
+    for (int i = 0; i < ns; i++) x0[N - ns + i] = special[i];
+    memcpy(ys, x0, sizeof(float) * N);
+    ops_elu(ys, N);
+    for (int t = 0; t < n_tables; t++) {
+        void (*elu)(float *, int) = tables[t]->elu ? tables[t]->elu : ops_elu;
+        memcpy(y, x0, sizeof(float) * N);
+        elu(y, N);
+        double worst = 0;
+        int same_special = 1;
+        for (int i = 0; i < N; i++) {
+            if (isnan(x0[i]) || isinf(x0[i]) || x0[i] >= 0.0f) {
+                int ok = isnan(x0[i]) ? isnan(y[i]) : (x0[i] == -INFINITY ? y[i] == -1.0f : memcmp(&y[i], &x0[i], 4) == 0);
+                same_special &= ok;
+                continue;
+            }
+            const double d = ulp_dist(y[i], ys[i]);
+            if (!(d <= worst)) worst = d;
+        }
+        memcpy(y2, x0, sizeof(float) * N);
+        for (int t0 = 0; t0 < N;) {
+            const int n = 1 + (t0 * 7 + 3) % 37, t1 = t0 + n < N ? t0 + n : N;
+            elu(y2 + t0, t1 - t0);
+            t0 = t1;
+        }
+        char name[64];
+        snprintf(name, sizeof name, "elu_%s_vs_expm1f", tables[t]->name);
+        CHECK(name, worst <= 2.0 && same_special, "largest difference %.0f ulp (bound 2); x >= 0, inf, NaN %s", worst,
+              same_special ? "ok" : "WRONG");
+        printf("# elu %s: largest difference from expm1f %.0f ulp\n", tables[t]->name, worst);
+        snprintf(name, sizeof name, "elu_%s_chunked", tables[t]->name);
+        CHECK(name, memcmp(y, y2, sizeof(float) * N) == 0, "a chunked pass differs from one pass");
+    }
+    /* the context variant over 2 threads: the table's bits */
+    ops_ctx c;
+    ops_init(&c, 2, 0);
+    memcpy(y2, x0, sizeof(float) * N);
+    ops_elu_ctx(&c, y2, N);
+    memcpy(y, x0, sizeof(float) * N);
+    (c.k->elu ? c.k->elu : ops_elu)(y, N);
+    CHECK("elu_ctx_threads", memcmp(y, y2, sizeof(float) * N) == 0, "ops_elu_ctx on 2 threads differs from the table");
+    ops_free(&c);
+    free(x0), free(y), free(ys), free(y2);
+}
+
 static void test_snake(void) {
     enum { T = 1003 };
     float x[T], y[T], y2[T];
@@ -2309,6 +2381,7 @@ int main(void) {
     test_conv_time_split();
     test_snake();
     test_swiglu();
+    test_elu();
     test_conv_q8();
     test_bf16_round();
     test_conv_bf16();

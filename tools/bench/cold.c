@@ -8,7 +8,7 @@
  * its cache files and the voice file ("dropped"). Each launch: fork + exec
  * with stdout on a pipe; the time to its first byte and to the exit; the
  * split from the `qtts --timing` line on stderr (load, prepare, voice,
- * setup, prefill, first frame + first decode). Medians over the N runs. */
+ * setup, prefill, first frame, first decode). Medians over the N runs. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,10 +26,11 @@
 
 #define COLD_MAX_ARGS 64
 #define COLD_MAX_RUNS 64
-#define N_SPLIT 7
+#define N_SPLIT 8
 
 static const char *const k_split[N_SPLIT] = {"load_ms", "prepare_ms", "voice_ms", "setup_ms",
-                                              "prefill_ms", "first_frame_decode_ms", "first_audio_ms"};
+                                              "prefill_ms", "first_frame_ms", "first_decode_ms",
+                                              "first_audio_ms"};
 
 /* Drop the page cache of path (a file, or every file under a folder). */
 static void drop_pages(const char *path) {
@@ -219,9 +220,9 @@ int cmd_cold(int argc, char **argv) {
            ref_audio ? ref_audio : "");
     printf("# times in ms from launch; first = first PCM byte on stdout (median, min-max), exit = process end;\n"
            "# the split (medians) from qtts --timing: load (without prepare), prepare, voice, setup (context),\n"
-           "# prefill, first frame + first decode, first audio (since main)\n");
-    printf("%-7s %-8s %-7s %8s %-13s %8s | %8s %8s %8s %8s %8s %8s %8s\n", "format", "pages", "ok", "first",
-           "(min-max)", "exit", "load", "prepare", "voice", "setup", "prefill", "fr+dec", "audio");
+           "# prefill, first frame, first decode, first audio (since main)\n");
+    printf("%-7s %-8s %-7s %8s %-13s %8s | %8s %8s %8s %8s %8s %8s %8s %8s\n", "format", "pages", "ok", "first",
+           "(min-max)", "exit", "load", "prepare", "voice", "setup", "prefill", "frame", "decode", "audio");
     char fl[256];
     snprintf(fl, sizeof fl, "%s", formats);
     for (char *save = NULL, *f = strtok_r(fl, ",", &save); f; f = strtok_r(NULL, ",", &save)) {

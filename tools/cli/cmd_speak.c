@@ -25,6 +25,7 @@ typedef struct dump_ctx {
     int progress;
     double t0;
     long frames;          /* frames of all segments so far */
+    double t_first_frame; /* tool_now_s() when the first frame came (0: none yet) */
     int segment, n_segments;
     size_t chars_total, chars_done, chars_cur;
 } dump_ctx;
@@ -45,7 +46,7 @@ static void show_progress(dump_ctx *d) {
 
 static int on_frame(const int32_t *codes, int idx, void *user) {
     dump_ctx *d = user;
-    d->frames++;
+    if (d->frames++ == 0) d->t_first_frame = tool_now_s();
     if (d->progress && (d->frames % 4 == 0 || d->frames == 1)) show_progress(d);
     if (!d->f) return 0;
     for (int g = 0; g < d->n_groups; g++)
@@ -66,10 +67,12 @@ static int on_segment(int segment, int n_segments, const char *text, void *user)
 typedef struct audio_sink {
     cli_audio_out *out;
     int stream;
+    double t_first_audio; /* tool_now_s() when the first PCM came (0: none yet) */
 } audio_sink;
 
 static int on_audio(const float *pcm, size_t n, void *user) {
     audio_sink *a = user;
+    if (n > 0 && a->t_first_audio == 0) a->t_first_audio = tool_now_s();
     return a->stream ? cli_audio_write(a->out, pcm, n) : 0;
 }
 
@@ -242,7 +245,7 @@ int cmd_speak(int argc, char **argv, int first) {
         ap.split = o.split;
         ap.on_segment = on_segment;
         ap.segment_user = &d;
-        audio_sink sink = {&ao, o.stream || o.to_stdout};
+        audio_sink sink = {&ao, o.stream || o.to_stdout, 0};
         const double t_synth = tool_now_s();
         if (from_stdin) {
             s = cli_speak_stdin(m, &gp, &ap, on_audio, &sink, &n_samples, err, sizeof err);
@@ -260,12 +263,18 @@ int cmd_speak(int argc, char **argv, int first) {
             qtts_context_get_stats(ctx, &st);
             qtts_model_info mi;
             qtts_model_get_info(m, &mi);
+            /* the first frame: from the end of the prefill to its on_frame call;
+               the first decode: from there to the first PCM chunk's on_audio call */
+            const double t_frame = d.t_first_frame, t_audio = sink.t_first_audio;
+            const double to_frame_ms = t_frame > 0 ? (t_frame - t_synth) * 1e3 : st.first_audio_ms;
+            const double decode_ms = t_frame > 0 && t_audio > 0 ? (t_audio - t_frame) * 1e3 : st.first_audio_ms - to_frame_ms;
+            const double audio_ms = t_audio > 0 ? (t_audio - t_main) * 1e3 : (t_synth - t_main) * 1e3 + st.first_audio_ms;
             fprintf(stderr,
                     "qtts timing: load_ms %.1f prepare_ms %.1f voice_ms %.1f setup_ms %.1f prefill_ms %.1f "
-                    "first_frame_decode_ms %.1f first_audio_ms %.1f (since main) weights_cache %s\n",
+                    "first_frame_ms %.1f first_decode_ms %.1f first_audio_ms %.1f (since main) weights_cache %s\n",
                     mi.load_ms - mi.prepare_ms, mi.prepare_ms, t_voice * 1e3,
-                    (t_synth - t_main) * 1e3 - mi.load_ms - t_voice * 1e3, st.prefill_ms,
-                    st.first_audio_ms - st.prefill_ms, (t_synth - t_main) * 1e3 + st.first_audio_ms, mi.weights_cache);
+                    (t_synth - t_main) * 1e3 - mi.load_ms - t_voice * 1e3, st.prefill_ms, to_frame_ms - st.prefill_ms,
+                    decode_ms, audio_ms, mi.weights_cache);
         }
         if (!s && !sink.stream) cli_audio_write(&ao, pcm, n_samples);
         n_frames = (int)(n_samples / (size_t)info.samples_per_frame);

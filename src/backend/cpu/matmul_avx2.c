@@ -560,6 +560,36 @@ static void swiglu_avx2(float *g, const float *u, int n) {
     }
 }
 
+/* expm1(x) for x <= 0: the AVX-512 table's sequence (expm1_neg_avx512),
+ * with 2^n built in the exponent bits (n >= -126 after the clamp: normal). */
+AI __m256 expm1_neg_avx2(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(EXPM1_X_MIN));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXPM1_POLY[0]);
+#pragma GCC unroll 8
+    for (int k = 1; k < EXPM1_POLY_N; k++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXPM1_POLY[k]));
+    const __m256 em = _mm256_fmadd_ps(_mm256_mul_ps(r, r), p, r);
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ni, _mm256_set1_epi32(127)), 23));
+    return _mm256_fmadd_ps(s, em, _mm256_sub_ps(s, _mm256_set1_ps(1.0f)));
+}
+
+/* x = x > 0 ? x : expm1(x), 8 lanes at a time, the tail through masked
+ * loads and stores; x >= 0 (the zeros keep
+ * their sign, as expm1f(+-0) = +-0) and NaN lanes are stored unchanged. */
+static void elu_avx2(float *x, int n) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int j = 0; j < n; j += 8) {
+        const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), lane);
+        const __m256 v = _mm256_maskload_ps(x + j, m);
+        const __m256i neg = _mm256_and_si256(m, _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ)));
+        if (!_mm256_testz_si256(neg, neg)) _mm256_maskstore_ps(x + j, neg, expm1_neg_avx2(v));
+    }
+}
+
 void ops_fill_avx2(ops_kernels *k) {
     k->mm[OPS_WF_F32] = mm_f32_avx2;
     k->mm[OPS_WF_F16] = mm_f16_avx2;
@@ -584,4 +614,5 @@ void ops_fill_avx2(ops_kernels *k) {
     k->axpy = axpy_avx2;
     k->attn_head = attn_head_avx2;
     k->swiglu = swiglu_avx2;
+    k->elu = elu_avx2;
 }

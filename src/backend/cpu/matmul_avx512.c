@@ -621,6 +621,38 @@ static void swiglu_avx512(float *g, const float *u, int n) {
     }
 }
 
+/* ------------------------------------------------------------ ELU */
+
+/* expm1(x) for x <= 0 (the ELU's negative side; the caller keeps x > 0 and
+ * NaN): x clamped to [-87, 0] (expm1 is -1 in f32 below), x = n ln 2 + r with
+ * |r| <= ln 2 / 2, expm1(r) = r + r^2 (1/2 + r/6 + ... + r^6/8!) (truncation
+ * ~2e-10 relative), then expm1(x) = 2^n expm1(r) + (2^n - 1) in one FMA:
+ * exactly expm1(r) when n = 0, so small x keep their relative accuracy. */
+AI __m512 expm1_neg_avx512(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(EXPM1_X_MIN));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXPM1_POLY[0]);
+#pragma GCC unroll 8
+    for (int k = 1; k < EXPM1_POLY_N; k++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXPM1_POLY[k]));
+    const __m512 em = _mm512_fmadd_ps(_mm512_mul_ps(r, r), p, r);
+    const __m512 s = _mm512_scalef_ps(_mm512_set1_ps(1.0f), n);
+    return _mm512_fmadd_ps(s, em, _mm512_sub_ps(s, _mm512_set1_ps(1.0f)));
+}
+
+/* x = x > 0 ? x : expm1(x), 16 lanes at a time, the tail masked; x >= 0 (the
+ * zeros keep their sign, as expm1f(+-0) = +-0) and NaN lanes are stored unchanged. */
+static void elu_avx512(float *x, int n) {
+    for (int j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
+        const __mmask16 neg = _mm512_mask_cmp_ps_mask(m, v, _mm512_setzero_ps(), _CMP_LT_OQ);
+        if (neg) _mm512_mask_storeu_ps(x + j, neg, expm1_neg_avx512(v));
+    }
+}
+
 void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
     k->mm[OPS_WF_F32] = mm_f32_avx512;
     k->mm[OPS_WF_F16] = mm_f16_avx512;
@@ -647,4 +679,5 @@ void ops_fill_avx512(ops_kernels *k, int vnni, int bf16) {
     k->axpy = axpy_avx512;
     k->attn_head = attn_head_avx512;
     k->swiglu = swiglu_avx512;
+    k->elu = elu_avx512;
 }

@@ -176,6 +176,9 @@ typedef struct ops_kernels {
     /* g[i] = silu(g[i]) u[i] over n elements (SwiGLU); each element's result
      * depends on its own g and u only, not on n or its position */
     void (*swiglu)(float *g, const float *u, int n);
+    /* x[i] = x[i] > 0 ? x[i] : expm1(x[i]) in place (ELU, alpha 1); each
+     * element's result depends on its own x only. NULL: ops_elu */
+    void (*elu)(float *x, int n);
     /* 1 when quantised weights should be regrouped by 16 rows for this table
      * (QT_Q8_B32_X16, QT_Q4M_B32_X16: its kernels for those are the fast ones) */
     int prefer_x16;
@@ -279,6 +282,13 @@ void ops_swiglu(float *g, const float *u, int n);
 /* The same with the context's kernel table (the SIMD tables' exp differs from
  * expf in the last bits), split over its threads (same bits: elementwise). */
 void ops_swiglu_ctx(const ops_ctx *c, float *g, const float *u, int n);
+/* x[i] = x[i] > 0 ? x[i] : expm1f(x[i]) in place, NaN kept (the scalar
+ * table's ELU). */
+void ops_elu(float *x, int n);
+/* The same with the context's kernel table (the SIMD tables' expm1 is within
+ * 2 ulp of expm1f: test_kernels), split over its threads (same bits:
+ * elementwise). */
+void ops_elu_ctx(const ops_ctx *c, float *x, size_t n);
 
 /* Split-half (NeoX) RoPE on one head of dim d at position pos:
  * y[i] = x[i] c - x[i+d/2] s, y[i+d/2] = x[i+d/2] c + x[i] s.

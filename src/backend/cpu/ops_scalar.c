@@ -154,6 +154,7 @@ static const ops_kernels scalar_kernels = {
     .conv_bf16_pack = conv_bf16_pack_scalar,
     .snake = snake_scalar,
     .swiglu = ops_swiglu,
+    .elu = ops_elu,
 };
 
 static void matmul_scalar(const qt_mat *W, const float *X, int n, const float *bias, float *Y) {
