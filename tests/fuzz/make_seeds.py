@@ -410,7 +410,31 @@ def wcache():
     put("wcache", "f32_odd_bytes", b"\6" + wcache_file([(2, F32, 0, 1, 6, 23, 0, None)]))
     put("wcache", "many_mats", b"\7" + wcache_file([q8], n_mats=4096))
 
-TARGETS = [safetensors, config, tokenizer, split, voice, audio, codes, speech, http, ws, tokstream, vocab, wcache]
+
+def tokfiles():
+    d = "tests/golden/tiny_tokenizer"
+    v, m, c = (open(os.path.join(d, f), "rb").read() for f in ("vocab.json", "merges.txt", "tokenizer_config.json"))
+    M, C = b"\n==MERGES==\n", b"\n==CONFIG==\n"
+    put("tokfiles", "tiny", b"\0" + v + M + m + C + c)
+    put("tokfiles", "tiny_alt", b"\1" + v + M + m + C + c)
+    put("tokfiles", "no_config", b"\0" + v + M + m)
+    put("tokfiles", "crlf_merges", b"\0" + v + M + m.replace(b"\n", b"\r\n") + C + c)
+    put("tokfiles", "merge_unknown_token", b"\0" + v + M + b"#version: 0.2\nzz qq\n" + C + c)
+    put("tokfiles", "merge_three_parts", b"\0" + v + M + b"a s s\n" + C + c)
+    put("tokfiles", "merge_one_part", b"\0" + v + M + b"as\n" + C + c)
+    put("tokfiles", "merge_repeated", b"\0" + v + M + b"a s\na s\n" + C + c)
+    put("tokfiles", "config_not_object", b"\0" + v + M + m + C + b"[1]")
+    put("tokfiles", "config_bad_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"x": {"content": "<a>"}}}')
+    put("tokfiles", "config_negative_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"-1": {"content": "<a>"}}}')
+    put("tokfiles", "config_empty_content", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"5": {"content": ""}}}')
+    put("tokfiles", "config_no_content", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"5": {"special": true}}}')
+    put("tokfiles", "config_huge_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"99999999999": {"content": "<a>"}}}')
+    put("tokfiles", "config_strip", b"\0" + v + M + m + C +
+        b'{"added_tokens_decoder": {"1000": {"content": "<|im_start|>", "lstrip": true, "rstrip": true}, "1001": {"content": "<|im_end|>"}}}')
+    put("tokfiles", "empty_vocab", b"\0{}" + M + b"" + C + c)
+    put("tokfiles", "no_byte_tokens", b"\0" + b'{"a": 0, "b": 1, "ab": 2}' + M + b"a b\n")
+
+TARGETS = [safetensors, config, tokenizer, split, voice, audio, codes, speech, http, ws, tokstream, vocab, wcache, tokfiles]
 
 if __name__ == "__main__":
     # make_seeds.py [target...]: only those targets' seeds (default: all)
