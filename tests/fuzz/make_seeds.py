@@ -271,6 +271,23 @@ def http():
     put("http", "delete", req("DELETE", "/v1/audio/voices/v1"))
     put("http", "delete_bad", req("DELETE", "/v1/audio/voices/..%2f..%2fx"))
     put("http", "pipelined", req("GET", "/health") + req("GET", "/v1/models"))
+    # the streaming-text WebSocket: the upgrade, then the session's frames (JSON messages) on the same bytes
+    up = req("GET", "/v1/audio/speech/stream", headers=("Upgrade: websocket", "Connection: Upgrade",
+                                                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                                                       "Sec-WebSocket-Version: 13"))
+    msgs = [{"type": "session.config", "voice": "v1", "response_format": "pcm", "force_frames": 2},
+            {"type": "input.text", "text": "Hello there. "}, {"type": "input.text", "text": "Bye."},
+            {"type": "input.done"}]
+    put("http", "ws_session", up + b"".join(ws_frame(1, json.dumps(m).encode()) for m in msgs))
+    put("http", "ws_close_at_once", up + b"".join(ws_frame(1, json.dumps(m).encode()) for m in msgs[:2]) +
+        ws_frame(8, struct.pack(">H", 1000)))
+    put("http", "ws_bad_messages", up + ws_frame(1, b"{nope") + ws_frame(1, b'{"type":"session.config","stream_audio":3}') +
+        ws_frame(1, b'{"type":"input.text"}') + ws_frame(1, b'{"type":"what"}') + ws_frame(1, b"[1]") +
+        ws_frame(2, b"\0"))
+    put("http", "ws_fragmented", up + ws_frame(1, b'{"type":"input.te', fin=False) + ws_frame(9, b"p") +
+        ws_frame(0, b'xt","text":"Hi."}') + ws_frame(1, b'{"type":"input.done"}'))
+    put("http", "ws_no_key", req("GET", "/v1/audio/speech/stream", headers=("Upgrade: websocket", "Connection: Upgrade",
+                                                                           "Sec-WebSocket-Version: 12")))
 
 
 
