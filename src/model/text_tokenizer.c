@@ -472,18 +472,10 @@ static int vocab_fast(text_tokenizer *t, const char *buf, size_t len) {
     return ok;
 }
 
-static qtts_status load_vocab(text_tokenizer *t, const char *path, qtts_error *e) {
-    char *buf;
-    size_t len;
-    qtts_status st = read_file(path, 0, &buf, &len, e);
-    if (st) return st;
-    if (vocab_fast(t, buf, len)) {
-        free(buf);
-        return QTTS_OK;
-    }
+/* vocab.json's table from buf[len] (path names it in messages) by jansson. */
+static qtts_status vocab_jansson(text_tokenizer *t, const char *path, const char *buf, size_t len, qtts_error *e) {
     json_t *root;
-    st = parse_json(path, buf, len, &root, e);
-    free(buf);
+    qtts_status st = parse_json(path, buf, len, &root, e);
     if (st) return st;
     if (!json_is_object(root)) {
         json_decref(root);
@@ -531,6 +523,42 @@ static qtts_status load_vocab(text_tokenizer *t, const char *path, qtts_error *e
     }
     json_decref(root);
     return QTTS_OK;
+}
+
+static qtts_status load_vocab(text_tokenizer *t, const char *path, qtts_error *e) {
+    char *buf;
+    size_t len;
+    qtts_status st = read_file(path, 0, &buf, &len, e);
+    if (st) return st;
+    if (!vocab_fast(t, buf, len)) st = vocab_jansson(t, path, buf, len, e);
+    free(buf);
+    return st;
+}
+
+qtts_status tok_vocab_parse(const char *buf, size_t len, int reader, text_tokenizer **out, qtts_error *e) {
+    if (!out || (!buf && len)) return err_set(e, QTTS_ERR_INVALID_ARG, "tok_vocab_parse: NULL argument");
+    *out = NULL;
+    text_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return err_set(e, QTTS_ERR_NOMEM, "out of memory reading a vocabulary");
+    qtts_status st = QTTS_OK;
+    if (reader == 0) {
+        if (!vocab_fast(t, buf ? buf : "", len)) st = err_set(e, QTTS_ERR_FORMAT, "vocab.json: not a flat object of unique tokens");
+    } else {
+        st = vocab_jansson(t, "vocab.json", buf ? buf : "", len, e);
+    }
+    if (st) {
+        tok_free(t);
+        return st;
+    }
+    *out = t;
+    return QTTS_OK;
+}
+
+int32_t tok_vocab_entry(const text_tokenizer *t, int k, const char **s, size_t *len) {
+    if (!t || k < 0 || k >= t->n_entries) return -1;
+    if (s) *s = t->strs + t->entries[k].off;
+    if (len) *len = t->entries[k].len;
+    return t->entries[k].id;
 }
 
 static qtts_status load_merges(text_tokenizer *t, const char *path, qtts_error *e) {

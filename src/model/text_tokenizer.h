@@ -63,6 +63,15 @@ int tok_vocab_size(const text_tokenizer *t);
  * more text could turn into an added token), or len when there is none. */
 size_t tok_added_prefix_at(const text_tokenizer *t, const char *text, size_t len);
 
+/* vocab.json from buf[len] alone, for tests (the fuzz target's differential of the two readers):
+ * reader 0 is the fast reader (QTTS_ERR_FORMAT for a file it leaves to jansson), 1 is jansson.
+ * *out holds only the vocabulary; read it with tok_vocab_entry, free it with tok_free. */
+qtts_status tok_vocab_parse(const char *buf, size_t len, int reader, text_tokenizer **out, qtts_error *e);
+
+/* Entry k of the vocabulary, in file order: its id, its string (NUL-terminated) and length; -1
+ * past the last entry. */
+int32_t tok_vocab_entry(const text_tokenizer *t, int k, const char **s, size_t *len);
+
 /* Number of added tokens and of merges loaded. */
 int tok_n_added(const text_tokenizer *t);
 int tok_n_merges(const text_tokenizer *t);

@@ -94,17 +94,20 @@ static qtts_status pieces_of(const text_tokenizer *t, const char *text, size_t n
 /* Commit the ids of buf[0, v) that no later text can change. */
 static qtts_status commit(tok_stream *s, size_t v, qtts_error *e) {
     const unsigned char *b = (const unsigned char *)s->buf;
-    /* the last character that is surely not whitespace */
+    /* where an added token may begin: the text before it is split on its own,
+     * as if it ended there (so "  " before "<tool_response>" is one piece of
+     * two spaces, not a space and a piece that starts with one) */
+    const size_t p = tok_added_prefix_at(s->t, s->buf, v);
+    /* the last character before p that is surely not whitespace */
     size_t q = v, i = 0;
-    while (i < v) {
+    while (i < p) {
         int32_t cp;
         const int l = decode_at(b, v, i, &cp);
         if (solid(cp)) q = i;
         i += (size_t)l;
     }
     if (q == v) return QTTS_OK;
-    size_t limit = tok_added_prefix_at(s->t, s->buf, v);
-    if (limit > q) limit = q;
+    const size_t limit = q;
     if (limit == 0) return QTTS_OK;
     char **pc = NULL;
     int np = 0, exact = 0;

@@ -142,13 +142,39 @@ int wcache_open(const char *path, uint64_t key, int n_mats, wcache_map *c, char 
     return 0;
 }
 
+/* A quantised matrix of rows x cols in format quant (quant.h's layouts): the
+ * bytes of its data and of its scales (of its minima too when it has them);
+ * 0 for a shape, or a dtype and format, that do not go together. */
+static int quant_layout(uint32_t dtype, uint32_t quant, int rows, int cols, uint64_t *data, uint64_t *scales,
+                        int *has_mins) {
+    if (rows < 1 || cols < 1 || cols > (1 << 24)) return 0;
+    const uint64_t kpad = (uint64_t)qt_kpad(cols), nb = kpad / QT_BLOCK, r = (uint64_t)rows, g = (r + 15) / 16;
+    const uint32_t want = quant == QT_Q8_B32 || quant == QT_Q8_B32_X16 || quant == QT_Q8_B32_X16S ? DT_I8 : DT_U8;
+    if (dtype != want) return 0;
+    *has_mins = quant == QT_Q4M_B32 || quant == QT_Q4M_B32_X16;
+    switch (quant) {
+    case QT_Q8_B32: *data = r * kpad, *scales = r * nb * 2; return 1;
+    case QT_Q4_B32: case QT_Q4M_B32: *data = r * kpad / 2, *scales = r * nb * 2; return 1;
+    case QT_Q8_B32_X16: case QT_Q8_B32_X16S: *data = g * nb * 512, *scales = g * nb * 32; return 1;
+    case QT_Q4M_B32_X16: *data = g * nb * 256, *scales = g * nb * 32; return 1;
+    default: return 0;
+    }
+}
+
 int wcache_get(const wcache_map *c, int i, qt_mat *w) {
     if (i < 0 || i >= c->n_mats) return -1;
     const unsigned char *t = c->table + (size_t)ENTRY * i;
     if ((int)rd32(t + 12) != w->rows || (int)rd32(t + 16) != w->cols) return -1;
     if (rd32(t) == 0) return qt_is_quant(w) ? -1 : 1;
+    /* the format's data, scales and minima inside the entry's bytes (wcache_open
+     * checked that those are inside the file and that os, om < nb) */
+    uint64_t db, sb;
+    int has_mins;
+    const uint64_t nb = rd64(t + 32), os = rd64(t + 40), om = rd64(t + 48);
+    if (rd32(t) != 1 || !quant_layout(rd32(t + 4), rd32(t + 8), w->rows, w->cols, &db, &sb, &has_mins) ||
+        db > os || (om != ~0ull) != has_mins || (has_mins ? om < os || sb > om - os || sb > nb - om : sb > nb - os))
+        return -1;
     const unsigned char *base = (const unsigned char *)c->map + rd64(t + 24);
-    uint64_t om = rd64(t + 48);
     w->dtype = (qtts_dtype)rd32(t + 4);
     w->quant = (qt_quant)rd32(t + 8);
     w->data = base;
@@ -156,7 +182,7 @@ int wcache_get(const wcache_map *c, int i, qt_mat *w) {
     w->mins = om == ~0ull ? NULL : (const uint16_t *)(base + om);
     w->owned = NULL;
     w->owned_bytes = 0;
-    return qt_is_quant(w) ? 0 : -1;
+    return 0;
 }
 
 const float *wcache_get_f32(const wcache_map *c, int i, size_t n) {

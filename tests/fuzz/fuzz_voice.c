@@ -1,7 +1,8 @@
 /* Fuzz target: saved voice files, QTTSVOIC (src/model/voice_file.c), read
- * from memory and from a file. A voice that loads must be within the
- * documented limits, save to exactly as many bytes as were read, and load
- * again to the same bytes. */
+ * versions 1 and 2 (with the primed decoder state), read from memory and
+ * from a file. A voice that loads must be within the documented limits (a
+ * primed state only on an ICL voice, its floats finite), save to exactly as
+ * many bytes as were read, and load again to the same bytes. */
 #include <math.h>
 
 #include "fuzz.h"
@@ -22,6 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (long i = 0; i < (long)v.n_ref_frames * v.n_codebooks; i++)
         FUZZ_CHECK(v.ref_codes[i] >= 0 && v.ref_codes[i] < v.codebook_size);
     FUZZ_CHECK(v.icl ? v.n_ref_frames >= 1 && v.n_ref_text_ids >= 1 : v.n_ref_frames == 0);
+    if (v.primed_state) { /* version 2: the primed decoder state of an ICL voice */
+        FUZZ_CHECK(v.icl && v.primed_n >= 1 && v.primed_n <= VOICE_MAX_PRIMED_FLOATS && v.primed_pos >= 0);
+        FUZZ_CHECK(isfinite(v.primed_ref_last));
+        for (size_t i = 0; i < v.primed_n; i++) FUZZ_CHECK(isfinite(v.primed_state[i]));
+    } else {
+        FUZZ_CHECK(v.primed_n == 0);
+    }
     unsigned char *buf = NULL;
     size_t n = 0;
     FUZZ_CHECK(voice_save_mem(&v, &buf, &n, &e) == QTTS_OK);

@@ -102,8 +102,11 @@ def crc_file(body):
     return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
-def voice_bytes(icl, X=8, Q=4, F=2, ids=(5, 6, 7), text=b"hello", flags=None, version=1, size=b"0b6"):
-    b = b"QTTSVOIC" + struct.pack("<II", version, (1 if icl else 0) if flags is None else flags)
+def voice_bytes(icl, X=8, Q=4, F=2, ids=(5, 6, 7), text=b"hello", flags=None, version=1, size=b"0b6", primed=None):
+    """primed: (key, ref_last, pos, kv_len, floats) of a version 2 ICL voice's primed decoder state."""
+    if flags is None:
+        flags = (1 if icl else 0) | (2 if primed else 0)
+    b = b"QTTSVOIC" + struct.pack("<II", version, flags)
     b += b"base".ljust(16, b"\0") + size.ljust(16, b"\0")
     b += struct.pack("<IIII", X, Q, 2048, X) + struct.pack("<%df" % X, *[0.1 * i for i in range(X)])
     if icl:
@@ -112,6 +115,9 @@ def voice_bytes(icl, X=8, Q=4, F=2, ids=(5, 6, 7), text=b"hello", flags=None, ve
     else:
         b += struct.pack("<I", 0) + struct.pack("<I", 0)
     b += struct.pack("<I", len(text)) + text
+    if primed:
+        key, last, pos, kv, st = primed
+        b += struct.pack("<QfqII", key, last, pos, kv, len(st)) + struct.pack("<%df" % len(st), *st)
     return crc_file(b)
 
 
@@ -120,7 +126,21 @@ def voice():
     put("voice", "icl", voice_bytes(True))
     put("voice", "icl_utf8", voice_bytes(True, text="参考文本".encode()))
     put("voice", "bad_crc", voice_bytes(True)[:-1] + b"\0")
-    put("voice", "newer", voice_bytes(False, version=2))
+    put("voice", "newer", voice_bytes(False, version=3))
+    state = [0.25 * i - 1 for i in range(12)]
+    put("voice", "v2_xvector", voice_bytes(False, text=b"", version=2))
+    put("voice", "v2_icl", voice_bytes(True, version=2))
+    put("voice", "v2_primed", voice_bytes(True, version=2, primed=(0x0123456789ABCDEF, 0.5, 2, 2, state)))
+    put("voice", "v2_primed_utf8", voice_bytes(True, version=2, text="参考文本".encode(), primed=(7, -0.25, 40, 16, state[:3])))
+    put("voice", "v1_primed_flag", voice_bytes(True, version=1, primed=(1, 0, 2, 2, state)))
+    put("voice", "v2_primed_xvector", voice_bytes(False, version=2, flags=2, primed=(1, 0, 2, 2, state)))
+    put("voice", "v2_primed_no_floats", voice_bytes(True, version=2, primed=(1, 0, 2, 2, [])))
+    put("voice", "v2_primed_nan", voice_bytes(True, version=2, primed=(1, 0, 2, 2, [float("nan")] + state)))
+    put("voice", "v2_primed_inf_last", voice_bytes(True, version=2, primed=(1, float("inf"), 2, 2, state)))
+    put("voice", "v2_primed_negative_pos", voice_bytes(True, version=2, primed=(1, 0, -1, 2, state)))
+    put("voice", "v2_primed_huge_count", crc_file(voice_bytes(True, version=2, primed=(1, 0, 2, 2, state))[:-4 - 4 * 12 - 4] +
+                                                  struct.pack("<I", 0xFFFFFFFF)))
+    put("voice", "v2_primed_truncated", voice_bytes(True, version=2, primed=(1, 0, 2, 2, state))[:-20])
     put("voice", "reserved_flag", voice_bytes(False, flags=2))
     put("voice", "truncated", voice_bytes(True)[:40])
     put("voice", "bad_text", voice_bytes(True, text=b"\xff\xfe"))
@@ -251,8 +271,191 @@ def http():
     put("http", "delete", req("DELETE", "/v1/audio/voices/v1"))
     put("http", "delete_bad", req("DELETE", "/v1/audio/voices/..%2f..%2fx"))
     put("http", "pipelined", req("GET", "/health") + req("GET", "/v1/models"))
+    # the streaming-text WebSocket: the upgrade, then the session's frames (JSON messages) on the same bytes
+    up = req("GET", "/v1/audio/speech/stream", headers=("Upgrade: websocket", "Connection: Upgrade",
+                                                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                                                       "Sec-WebSocket-Version: 13"))
+    msgs = [{"type": "session.config", "voice": "v1", "response_format": "pcm", "force_frames": 2},
+            {"type": "input.text", "text": "Hello there. "}, {"type": "input.text", "text": "Bye."},
+            {"type": "input.done"}]
+    put("http", "ws_session", up + b"".join(ws_frame(1, json.dumps(m).encode()) for m in msgs))
+    put("http", "ws_close_at_once", up + b"".join(ws_frame(1, json.dumps(m).encode()) for m in msgs[:2]) +
+        ws_frame(8, struct.pack(">H", 1000)))
+    put("http", "ws_bad_messages", up + ws_frame(1, b"{nope") + ws_frame(1, b'{"type":"session.config","stream_audio":3}') +
+        ws_frame(1, b'{"type":"input.text"}') + ws_frame(1, b'{"type":"what"}') + ws_frame(1, b"[1]") +
+        ws_frame(2, b"\0"))
+    put("http", "ws_fragmented", up + ws_frame(1, b'{"type":"input.te', fin=False) + ws_frame(9, b"p") +
+        ws_frame(0, b'xt","text":"Hi."}') + ws_frame(1, b'{"type":"input.done"}'))
+    put("http", "ws_no_key", req("GET", "/v1/audio/speech/stream", headers=("Upgrade: websocket", "Connection: Upgrade",
+                                                                           "Sec-WebSocket-Version: 12")))
 
+
+
+def ws_frame(op, payload, fin=True, mask=b"\x37\xfa\x21\x3d", masked=True, rsv=0, length_form=None):
+    """A client WebSocket frame (RFC 6455 5.2); length_form 126/127 forces a longer length encoding."""
+    n = len(payload)
+    b = bytes([(0x80 if fin else 0) | rsv << 4 | op])
+    m = 0x80 if masked else 0
+    if length_form == 127 or (length_form is None and n >= 65536):
+        b += bytes([m | 127]) + struct.pack(">Q", n)
+    elif length_form == 126 or (length_form is None and n >= 126):
+        b += bytes([m | 126]) + struct.pack(">H", n)
+    else:
+        b += bytes([m | n])
+    if not masked:
+        return b + payload
+    return b + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+
+
+def ws():
+    cfg = json.dumps({"type": "session.config", "voice": "ryan", "response_format": "pcm"}).encode()
+    text = json.dumps({"type": "input.text", "text": "Hello there. How are you?"}).encode()
+    put("ws", "config_text_done", b"\4" + ws_frame(1, cfg) + ws_frame(1, text) +
+        ws_frame(1, b'{"type":"input.done"}') + ws_frame(8, struct.pack(">H", 1000)))
+    put("ws", "fragmented", b"\4" + ws_frame(1, text[:10], fin=False) + ws_frame(9, b"ping") +
+        ws_frame(0, text[10:20], fin=False) + ws_frame(0, text[20:]))
+    put("ws", "ping_pong_close", b"\4" + ws_frame(9, b"") + ws_frame(10, b"x" * 125) + ws_frame(8, b""))
+    put("ws", "len126", b"\4" + ws_frame(1, b"a" * 300))
+    put("ws", "len127_small", b"\4" + ws_frame(1, b"b" * 40, length_form=127))
+    put("ws", "len126_small", b"\4" + ws_frame(1, b"c" * 5, length_form=126))
+    put("ws", "len_64k", b"\3" + ws_frame(1, b"d" * 65536))
+    put("ws", "over_limit", b"\0" + ws_frame(1, b"e" * 126))
+    put("ws", "unmasked", b"\4" + ws_frame(1, b"hi", masked=False))
+    put("ws", "rsv_bits", b"\4" + ws_frame(1, b"hi", rsv=4))
+    put("ws", "unknown_opcode", b"\4" + ws_frame(3, b"hi"))
+    put("ws", "control_fragmented", b"\4" + ws_frame(9, b"hi", fin=False))
+    put("ws", "control_too_long", b"\4" + ws_frame(9, b"p" * 126))
+    put("ws", "binary", b"\4" + ws_frame(2, b"\0\1\2"))
+    put("ws", "huge_length", b"\4" + b"\x81\xff" + struct.pack(">Q", 1 << 63) + b"\0" * 8)
+    put("ws", "truncated", b"\4" + ws_frame(1, text)[:20])
+    put("ws", "zero_mask", b"\4" + ws_frame(1, text, mask=b"\0\0\0\0"))
+
+
+def tokstream():
+    texts = ["Hello there. How are you?", "  leading and trailing spaces   ", "数字 123, 4567 和 标点。再来一句！",
+             "It's a test<|im_end|> with <|im_start|> added tokens <|im_", "tabs\tand\nnew\r\nlines\n\n",
+             "e\u0301 combining, \u00e9 composed, \uac00\u11a8 hangul", "emoji \U0001F600\U0001F3FB and ZWJ \u200d",
+             "don't won't I'm we've", "\u3000full-width space\u3000", "x" * 300]
+    for i, t in enumerate(texts):
+        b = t.encode()
+        put("tokstream", "text%d" % i, bytes([i * 4 % 256 | (i & 3), i * 7 % 64]) + b)
+    put("tokstream", "one_byte_pieces", b"\2\0" + "Mixed 中文 and English.".encode())
+    put("tokstream", "bad_utf8", b"\0\5" + b"abc \xff def")
+    put("tokstream", "cut_utf8", b"\0\1" + "中".encode()[:2])
+    put("tokstream", "overlong", b"\1\3" + b"\xc0\xaf")
+    put("tokstream", "surrogate", b"\0\3" + b"\xed\xa0\x80")
+
+
+def vocab():
+    with open("tests/golden/data/e2e_string/vocab.json", encoding="utf-8") as f:
+        full = json.load(f)
+    items = list(full.items())
+    small = dict(items[:200] + items[-50:])
+    put("vocab", "flat_utf8", json.dumps(small, ensure_ascii=False))
+    put("vocab", "flat_escaped", json.dumps(small, ensure_ascii=True, indent=2))
+    put("vocab", "escapes", '{ "x\\u00e9": 5,"\\ud83d\\ude00":6 ,"\\n\\/\\\\\\"":7,\n"\u00e9t\\u00E9": 8,"":9}\n')
+    for name, text in [("empty_object", "{}"), ("empty", ""), ("array", "[1, 2]"), ("string_id", '{"a": "x"}'),
+                       ("negative_id", '{"a": -3}'), ("huge_id", '{"a": 99999999999}'),
+                       ("fractional_id", '{"a": 1.0}'), ("exponent_id", '{"a": 1e2}'),
+                       ("leading_zero", '{"a": 01}'), ("duplicate", '{"a": 1, "a": 2}'),
+                       ("unpaired_surrogate", '{"a\\ud800": 1}'), ("low_surrogate", '{"\\udc00": 1}'),
+                       ("nul_escape", '{"a\\u0000b": 1}'), ("control_byte", '{"a\x01": 1}'),
+                       ("truncated", '{"a": 0,\n"b": '), ("trailing_comma", '{"a": 0,}'),
+                       ("trailing_garbage", '{"a": 0} x'), ("nested", '{"a": {"b": 1}}'),
+                       ("same_id", '{"a": 1, "b": 1}'), ("max_id", '{"a": %d}' % ((1 << 24) - 1)),
+                       ("bad_escape", '{"\\x41": 1}'), ("short_unicode", '{"\\u12": 1}'),
+                       ("whitespace", ' \t\r\n{ \n"a" \t: \r 0 \n} \n')]:
+        put("vocab", name, text)
+    put("vocab", "invalid_utf8", b'{"\xff": 1, "\xc0\xaf": 2}')
+    put("vocab", "nul_byte", b'{"a\0": 1}')
+    put("vocab", "bom", b'\xef\xbb\xbf{"a": 1}')
+
+
+def wcache_file(entries, n_mats=None, magic=b"QTTSWCCH", layout=1, key=0x1234, size=None, crc=True):
+    """A prepared-weights cache (src/model/weights_cache.h): entries are
+    (kind, dtype, quant, rows, cols, bytes, scales offset, mins offset or None)."""
+    n = len(entries) if n_mats is None else n_mats
+    off = (64 + 56 * len(entries) + 4095) // 4096 * 4096
+    table, blobs = b"", b""
+    for kind, dt, q, rows, cols, nb, os_, om in entries:
+        o = off if kind else 0
+        table += struct.pack("<IIIiiIQQQQ", kind, dt, q, rows, cols, 0, o, nb if kind else 0, os_ if kind else 0,
+                             0xFFFFFFFFFFFFFFFF if om is None else om)
+        if kind:
+            blobs += bytes((i * 37) & 255 for i in range(nb)) + b"\0" * ((nb + 4095) // 4096 * 4096 - nb)
+            off += (nb + 4095) // 4096 * 4096
+    body = table + b"\0" * ((64 + 56 * len(entries) + 4095) // 4096 * 4096 - 64 - len(table)) + blobs
+    total = 64 + len(body) if size is None else size
+    hdr = magic + struct.pack("<IIQQ", layout, n, key, total) + b"\0" * 28
+    c = zlib.crc32(table, zlib.crc32(hdr)) & 0xFFFFFFFF
+    return hdr + struct.pack("<I", c if crc else c ^ 1) + body
+
+
+def wcache():
+    I8, U8, F32 = 7, 8, 0
+    def rup(x):
+        return (x + 63) // 64 * 64
+    # Q8_B32 3 x 40: kpad 128, data 3*128, scales 3*4*2
+    q8 = (1, I8, 1, 3, 40, rup(384) + rup(24), rup(384), None)
+    # Q4M_B32 2 x 130: kpad 256, data 2*128, scales 2*8*2, mins as many
+    q4m = (1, U8, 3, 2, 130, rup(256) + 2 * rup(32), rup(256), rup(256) + rup(32))
+    q4 = (1, U8, 2, 5, 128, rup(320) + rup(40), rup(320), None)
+    # Q8_B32_X16 17 x 128: 2 groups * 4 blocks * 512, scales 2*4*32
+    x16 = (1, I8, 4, 17, 128, 4096 + rup(256), 4096, None)
+    x16m = (1, U8, 5, 16, 256, 2048 + 2 * rup(256), 2048, 2048 + rup(256))
+    stored = (0, F32, 0, 4, 4, 0, 0, None)
+    f32 = (2, F32, 0, 1, 6, 24, 0, None)
+    put("wcache", "valid", b"\0" + wcache_file([q8, q4m, stored, f32]))
+    put("wcache", "valid_x16", b"\0" + wcache_file([x16, x16m, q4]))
+    put("wcache", "valid_repaired", b"\7" + wcache_file([q8, x16], crc=False, size=7))
+    put("wcache", "empty_table", b"\0" + wcache_file([]))
+    put("wcache", "bad_magic", b"\0" + wcache_file([q8], magic=b"QTTSWCCX"))
+    put("wcache", "other_layout", b"\0" + wcache_file([q8], layout=2))
+    put("wcache", "bad_crc", b"\0" + wcache_file([q8], crc=False))
+    put("wcache", "size_mismatch", b"\0" + wcache_file([q8], size=100))
+    put("wcache", "truncated", b"\0" + wcache_file([q8, q4m])[:100])
+    put("wcache", "short_data", b"\6" + wcache_file([(1, I8, 1, 3, 40, 64, 0, None)]))
+    put("wcache", "scales_past_entry", b"\6" + wcache_file([(1, I8, 1, 3, 40, rup(384) + 8, rup(384), None)]))
+    put("wcache", "mins_missing", b"\6" + wcache_file([(1, U8, 3, 2, 130, rup(256) + 2 * rup(32), rup(256), None)]))
+    put("wcache", "mins_on_q8", b"\6" + wcache_file([(1, I8, 1, 3, 40, rup(384) + 2 * rup(24), rup(384), rup(384) + 64)]))
+    put("wcache", "dtype_mismatch", b"\6" + wcache_file([(1, U8, 1, 3, 40, rup(384) + rup(24), rup(384), None)]))
+    put("wcache", "unknown_quant", b"\6" + wcache_file([(1, I8, 9, 3, 40, rup(384) + rup(24), rup(384), None)]))
+    put("wcache", "float_kind1", b"\6" + wcache_file([(1, F32, 0, 3, 40, 480, 0, None)]))
+    put("wcache", "negative_rows", b"\6" + wcache_file([(1, I8, 1, -3, 40, rup(384) + rup(24), rup(384), None)]))
+    put("wcache", "huge_shape", b"\6" + wcache_file([(1, I8, 1, 1 << 30, 1 << 24, 4096, 64, None)]))
+    put("wcache", "unknown_kind", b"\6" + wcache_file([(3, I8, 1, 3, 40, 512, 448, None)]))
+    put("wcache", "f32_odd_bytes", b"\6" + wcache_file([(2, F32, 0, 1, 6, 23, 0, None)]))
+    put("wcache", "many_mats", b"\7" + wcache_file([q8], n_mats=4096))
+
+
+def tokfiles():
+    d = "tests/golden/tiny_tokenizer"
+    v, m, c = (open(os.path.join(d, f), "rb").read() for f in ("vocab.json", "merges.txt", "tokenizer_config.json"))
+    M, C = b"\n==MERGES==\n", b"\n==CONFIG==\n"
+    put("tokfiles", "tiny", b"\0" + v + M + m + C + c)
+    put("tokfiles", "tiny_alt", b"\1" + v + M + m + C + c)
+    put("tokfiles", "no_config", b"\0" + v + M + m)
+    put("tokfiles", "crlf_merges", b"\0" + v + M + m.replace(b"\n", b"\r\n") + C + c)
+    put("tokfiles", "merge_unknown_token", b"\0" + v + M + b"#version: 0.2\nzz qq\n" + C + c)
+    put("tokfiles", "merge_three_parts", b"\0" + v + M + b"a s s\n" + C + c)
+    put("tokfiles", "merge_one_part", b"\0" + v + M + b"as\n" + C + c)
+    put("tokfiles", "merge_repeated", b"\0" + v + M + b"a s\na s\n" + C + c)
+    put("tokfiles", "config_not_object", b"\0" + v + M + m + C + b"[1]")
+    put("tokfiles", "config_bad_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"x": {"content": "<a>"}}}')
+    put("tokfiles", "config_negative_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"-1": {"content": "<a>"}}}')
+    put("tokfiles", "config_empty_content", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"5": {"content": ""}}}')
+    put("tokfiles", "config_no_content", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"5": {"special": true}}}')
+    put("tokfiles", "config_huge_id", b"\0" + v + M + m + C + b'{"added_tokens_decoder": {"99999999999": {"content": "<a>"}}}')
+    put("tokfiles", "config_strip", b"\0" + v + M + m + C +
+        b'{"added_tokens_decoder": {"1000": {"content": "<|im_start|>", "lstrip": true, "rstrip": true}, "1001": {"content": "<|im_end|>"}}}')
+    put("tokfiles", "empty_vocab", b"\0{}" + M + b"" + C + c)
+    put("tokfiles", "no_byte_tokens", b"\0" + b'{"a": 0, "b": 1, "ab": 2}' + M + b"a b\n")
+
+TARGETS = [safetensors, config, tokenizer, split, voice, audio, codes, speech, http, ws, tokstream, vocab, wcache, tokfiles]
 
 if __name__ == "__main__":
-    for f in [safetensors, config, tokenizer, split, voice, audio, codes, speech, http]:
-        f()
+    # make_seeds.py [target...]: only those targets' seeds (default: all)
+    import sys
+    for f in TARGETS:
+        if len(sys.argv) < 2 or f.__name__ in sys.argv[1:]:
+            f()

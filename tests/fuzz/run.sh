@@ -3,7 +3,8 @@
 # seconds (default 60), niced, on a working copy of its seed corpus
 # (BUILD_DIR/fuzz-work/<target>/corpus: the committed seeds stay as they are)
 # plus the kept findings, and prints per target: executions, coverage
-# (edges: libFuzzer's cov), corpus size and findings. A finding's input is
+# (edges: libFuzzer's cov), corpus size and findings; tests/fuzz/<target>.dict,
+# when there is one, is the target's libFuzzer dictionary. A finding's input is
 # left in BUILD_DIR/fuzz-work/<target>/ (crash-*, leak-*, timeout-*, oom-*):
 # fix the bug, then copy the input to tests/fuzz/regress/<target>/ so that
 # make test replays it. Exit status 1 when anything was found.
@@ -23,9 +24,11 @@ for t in "$@"; do
     for d in tests/fuzz/corpus/$t tests/fuzz/regress/$t; do [ -d "$d" ] && seeds="$seeds $d"; done
     rm -f "$work"/crash-* "$work"/leak-* "$work"/timeout-* "$work"/oom-* "$work"/slow-unit-*
     echo "== fuzz_$t: $secs s =="
+    dict=""
+    [ -f tests/fuzz/$t.dict ] && dict="-dict=tests/fuzz/$t.dict"
     # -rss_limit_mb: the targets that load the tiny checkpoints need ~1 GB under ASan
     # shellcheck disable=SC2086
-    nice -n 10 "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=65536 \
+    nice -n 10 "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=65536 $dict \
         -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" $seeds >"$log" 2>&1
     rc=$?
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)

@@ -520,6 +520,43 @@ static void auth_cors(qtts_model *m) {
     server_stop(s);
 }
 
+/* A streamed response whose next chunk takes longer than --timeout to make
+ * (here the engine stalls 2.5 s once, mid-stream, in its step hook) is the
+ * server's time, not the client's idleness: the response must come whole.
+ * libmicrohttpd counts the time spent in the content reader as idleness, so
+ * without http_touch the connection is closed after conn_timeout_s and the
+ * response is cut without an error. */
+typedef struct stall {
+    atomic_int steps, stalled;
+} stall;
+
+static void stall_once(void *arg, int n_streams) {
+    stall *st = arg;
+    (void)n_streams;
+    if (atomic_fetch_add(&st->steps, 1) == 12 && !atomic_exchange(&st->stalled, 1)) usleep(2500 * 1000);
+}
+
+static void idle_timeout(qtts_model *m) {
+    server_config cfg = test_config();
+    cfg.n_slots = 1;
+    cfg.conn_timeout_s = 1;
+    cfg.warmup = 0;
+    stall st;
+    atomic_init(&st.steps, 0);
+    atomic_init(&st.stalled, 0);
+    cfg.hooks = (qtts_pipeline_debug){.stepped = stall_once, .arg = &st};
+    server *s = start_server(m, &cfg);
+    if (!s) return;
+    http_result r;
+    post_json(s, "{\"model\":\"m\",\"input\":\"Hello there.\",\"voice\":\"vivian\",\"seed\":3,"
+                 "\"response_format\":\"pcm\",\"stream_format\":\"audio\",\"force_frames\":40}", &r);
+    CHECK("idle_timeout/engine_stalled_mid_stream", atomic_load(&st.stalled) == 1, "%d steps", atomic_load(&st.steps));
+    CHECK("idle_timeout/stream_whole_after_stall", r.status == 200 && r.complete && r.n == 40 * 1920 * 2,
+          "status %d, complete %d, %zu bytes of %d (%s)", r.status, r.complete, r.n, 40 * 1920 * 2, r.err);
+    http_result_free(&r);
+    server_stop(s);
+}
+
 int main(void) {
     qtts_model *m = load_model(test_path("golden/data/e2e_string"));
     if (!m) return test_finish();
@@ -566,6 +603,7 @@ int main(void) {
         server_stop(s);
     }
     auth_cors(m);
+    idle_timeout(m);
     cfg = test_config(); /* the default limits: a long article fits */
     s = start_server(m, &cfg);
     if (s) {

@@ -119,7 +119,7 @@ int server_start(server **out, qtts_model *m, const server_config *cfg, char *er
     sched_params sp = {.n_slots = cfg->n_slots, .queue_depth = cfg->queue_depth, .n_ctx = cfg->n_ctx,
                        .warmup = cfg->warmup, .decode_threads = cfg->decode_threads,
                        .share_cores = cfg->lend_thread, .prefill_budget_ms = cfg->prefill_budget_ms,
-                       .split = cfg->split};
+                       .split = cfg->split, .hooks = cfg->hooks};
     if (!rc) rc = sched_new(&s->sch, m, &sp, s->mx, err, n);
     if (!rc) rc = http_start(s, err, n);
     if (rc) {

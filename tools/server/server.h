@@ -56,6 +56,7 @@ typedef struct server_config {
                                    default qtts_split_default_params() (300 characters, 300 / 700 ms) */
     int drain_s;                /* on stop: seconds running requests may take to finish; default 5 */
     int verbose;                /* 0 = warnings and errors, 1 = + one line per request, 2 = + debug */
+    qtts_pipeline_debug hooks;  /* test aids (tests/server): the engine's pipeline hooks; default all NULL */
 } server_config;
 
 server_config server_default_config(void);
