@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -107,15 +108,33 @@ static inline double metric(server *s, const char *name) {
     return v;
 }
 
-/* Wait up to ms for metric name to equal v; returns the last value. */
-static inline double wait_metric(server *s, const char *name, double v, int ms) {
-    double x = -1;
-    for (int t = 0; t <= ms; t += 10) {
-        x = metric(s, name);
-        if (x == v) break;
+static inline double ms_since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Polls metric name every 10 ms until it equals v or ms milliseconds have
+ * passed; returns the last value read, and in *took_ms (may be NULL) how
+ * long it waited. The bound only keeps a broken server from hanging the
+ * test; it is not a speed claim (sanitizer builds on a loaded machine take
+ * seconds for what a plain build does in milliseconds), so a check that
+ * waits for a state uses SETTLE_MS and prints how long the state took. */
+#define SETTLE_MS 60000
+static inline double wait_metric_took(server *s, const char *name, double v, int ms, double *took_ms) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double x = metric(s, name);
+    while (x != v && ms_since(&t0) < ms) {
         usleep(10000);
+        x = metric(s, name);
     }
+    if (took_ms) *took_ms = ms_since(&t0);
     return x;
+}
+
+static inline double wait_metric(server *s, const char *name, double v, int ms) {
+    return wait_metric_took(s, name, v, ms, NULL);
 }
 
 static inline int b64val(int c) {

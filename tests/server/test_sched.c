@@ -22,7 +22,9 @@
  * - prefill_budget: three jobs queued while the engine runs a task are
  *   admitted one per frame boundary with a budget of 0 ms (steps of 1, 2, 3
  *   streams) and all at the first boundary with an unbounded one (3), each
- *   with the samples it makes alone. */
+ *   with the samples it makes alone.
+ * - cancelled_while_queued: a job cancelled while it waits in the queue ends
+ *   without a slot, and the queue-depth and active-slot gauges come back to 0. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -257,6 +259,57 @@ out:
     return rc;
 }
 
+/* cancelled_while_queued: the engine is held in a task while job X is
+ * queued and cancelled (its client left); released, the engine takes X from
+ * the queue and ends it without a slot. The gauges must say so: queue depth
+ * 0 and no active slot once X has ended (they were left at queue 1). */
+static void cancelled_while_queued(qtts_model *m) {
+    metrics *mx = metrics_new();
+    budget_run b;
+    memset(&b, 0, sizeof b);
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    sched_params p = {.n_slots = 1, .queue_depth = 2, .decode_threads = 1};
+    char err[256] = "";
+    pthread_t th;
+    job *x = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6);
+    double queued = -1, depth = -1, active = -1;
+    qtts_status st = QTTS_OK;
+    size_t n = 0;
+    float *pcm = NULL;
+    int ok = mx && x && !sched_new(&b.s, m, &p, mx, err, sizeof err) && !pthread_create(&th, NULL, task_thread, &b);
+    if (ok) {
+        pthread_mutex_lock(&b.mu);
+        while (!b.in_task) pthread_cond_wait(&b.cv, &b.mu);
+        pthread_mutex_unlock(&b.mu);
+        ok = !sched_submit(b.s, x);
+        char *t = metrics_render(mx);
+        queued = t ? metrics_value(t, "qtts_queue_depth") : -1;
+        free(t);
+        job_cancel(x);
+        pthread_mutex_lock(&b.mu);
+        b.release = 1;
+        pthread_cond_broadcast(&b.cv);
+        pthread_mutex_unlock(&b.mu);
+        pthread_join(th, NULL);
+        if (ok) pcm = drain_job(x, &n, &st);
+        t = metrics_render(mx);
+        depth = t ? metrics_value(t, "qtts_queue_depth") : -1;
+        active = t ? metrics_value(t, "qtts_active_slots") : -1;
+        free(t);
+    }
+    test_report("sched/cancelled_while_queued_gauges", ok && queued == 1 && st == QTTS_ERR_CANCELLED && n == 0 &&
+                                                           depth == 0 && active == 0,
+                "%s; queue %g while held; status %d (cancelled %d), %zu samples; then queue %g, active %g", err,
+                queued, st, QTTS_ERR_CANCELLED, n, depth, active);
+    free(pcm);
+    sched_free(b.s);
+    job_release(x);
+    metrics_free(mx);
+    pthread_mutex_destroy(&b.mu);
+    pthread_cond_destroy(&b.cv);
+}
+
 static int same(const run_out *got, const run_out *ref, int i) {
     return got->st[i] == QTTS_OK && got->n[i] == ref->n[i] && got->pcm[i] && ref->pcm[i] &&
            !memcmp(got->pcm[i], ref->pcm[i], sizeof(float) * ref->n[i]);
@@ -329,6 +382,7 @@ int main(void) {
             }
         }
         for (int i = 0; i < 3; i++) free(alone[i]);
+        cancelled_while_queued(m);
         metrics *mx = metrics_new();
         sched_params bad = {.n_slots = 1, .queue_depth = 1, .prefill_budget_ms = -1};
         sched *s = NULL;

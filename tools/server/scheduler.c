@@ -428,6 +428,7 @@ static void *engine(void *arg) {
                 j = s->queue[s->q_head];
                 s->q_head = (s->q_head + 1) % s->q_cap;
                 s->q_len--;
+                update_gauges(s); /* here: a job cancelled while queued ends in start_job without a slot */
             }
             pthread_mutex_unlock(&s->mu);
             if (!j) break;
