@@ -13,10 +13,13 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- config */
 
@@ -534,6 +537,43 @@ qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int 
     return QTTS_OK;
 }
 
+/* Gives back the memory of block bl's f32 packed transposed conv while its
+ * int8 or bf16 form stands in (the decoder then never reads the pack; block
+ * 1's is 75 MB at the 12 Hz codec's size): freed when owned, else (the
+ * huge-page arena, the prepared-weights cache's mapping) its whole pages
+ * dropped with MADV_DONTNEED. */
+static void release_pack(codec_decoder *d, codec_block *bl) {
+    const size_t n = sizeof(float) * ((size_t)bl->cin * bl->cout * 2 * bl->rate + (size_t)bl->rate * bl->cout);
+    for (int i = 0; i < d->n_owned; i++)
+        if (d->owned[i] == bl->tconv_wc) {
+            free(d->owned[i]);
+            d->owned[i] = NULL;
+            bl->tconv_wc = NULL;
+            return;
+        }
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg > 0) {
+        const uintptr_t b = ((uintptr_t)bl->tconv_wc + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+        const uintptr_t end = ((uintptr_t)bl->tconv_wc + n) & ~((uintptr_t)pg - 1);
+        if (end > b) madvise((void *)b, end - b, MADV_DONTNEED);
+    }
+    bl->tconv_wc = NULL;
+}
+
+/* Packs again the transposed convs whose packs were given back (for a
+ * format that reads them), from the mapped originals. */
+static qtts_status restore_packs(codec_decoder *d, qtts_error *e) {
+    for (int b = 0; b < d->cfg.n_blocks; b++) {
+        codec_block *bl = &d->blocks[b];
+        if (bl->tconv_wc || !bl->tconv_w) continue;
+        float *wc = own(d, ops_conv_transpose1d_pack_conv(bl->tconv_w, bl->tconv_b, bl->cin, bl->cout, 2 * bl->rate,
+                                                          bl->rate));
+        if (!wc) return err_set(e, QTTS_ERR_NOMEM, "out of memory packing a transposed convolution");
+        bl->tconv_wc = wc;
+    }
+    return QTTS_OK;
+}
+
 static void drop_q8(codec_decoder *d) {
     conv_q8_w_free(&d->dec0_q);
     conv_bf16_w_free(&d->dec0_h);
@@ -556,6 +596,8 @@ static int make_form(int fmt, conv_q8_w *q, conv_bf16_w *h, const float *w, cons
 }
 
 qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e) {
+    qtts_status st = restore_packs(d, e);
+    if (st != QTTS_OK) return st;
     drop_q8(d);
     if (fmt == QTTS_CODEC_F32) return QTTS_OK;
     if (fmt != QTTS_CODEC_Q8 && fmt != QTTS_CODEC_BF16)
@@ -576,6 +618,7 @@ qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, 
         if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= min_cin) {
             ok &= make_form(fmt, &bl->tconv_q, &bl->tconv_h, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2,
                             bl->cin, 2);
+            if (ok) release_pack(d, bl); /* here, not at the end: the load's peak holds one pack's two forms at most */
             any = 1;
         }
         if (bl->cout < min_cin) continue;
@@ -592,6 +635,7 @@ qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, 
     }
     if (!ok) {
         drop_q8(d);
+        (void)restore_packs(d, e); /* out of memory either way */
         return err_set(e, QTTS_ERR_NOMEM, "out of memory: %s codec decoder weights",
                        fmt == QTTS_CODEC_Q8 ? "int8" : "bf16");
     }

@@ -93,7 +93,8 @@ typedef struct codec_block {
     int cin, cout, rate;   /* (1536, 768, 8), (768, 384, 5), (384, 192, 4), (192, 96, 3) */
     codec_snake act;       /* [cin] */
     const float *tconv_w;  /* [cin][cout][2*rate] causal transposed conv, stride rate */
-    const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv) */
+    const float *tconv_wc; /* the same and the bias as a conv1d (ops_conv_transpose1d_pack_conv);
+                              NULL while tconv_q or tconv_h stands in (its memory given back) */
     const float *tconv_b;  /* [cout] */
     codec_resunit ru[CODEC_N_RES];
     conv_q8_w tconv_q;     /* int8 form of tconv_wc (stride * cout channels, 2 taps); q NULL: none */

@@ -341,8 +341,8 @@ static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int
     if (wh->w && ops_conv_transpose1d_bf16_ctx(ops, x, cin, m + 1, x_stride, wh, cout, 2 * r, r, r, r + m * r, y,
                                                y_stride, scratch, qscratch))
         return;
-    if (!ops_conv_transpose1d_conv_ctx(ops, x, cin, m + 1, x_stride, wc, cout, 2 * r, r, r, r + m * r, y, y_stride,
-                                       scratch))
+    if (!wc || !ops_conv_transpose1d_conv_ctx(ops, x, cin, m + 1, x_stride, wc, cout, 2 * r, r, r, r + m * r, y,
+                                              y_stride, scratch))
         ops_conv_transpose1d_ctx(ops, x, cin, m + 1, x_stride, w, bias, cout, 2 * r, r, 1, r, r + m * r, y, y_stride);
 }
 

@@ -5,6 +5,7 @@
  * 1e-4), ICL decode + cut, exact streaming (any chunking memcmp-equal to one
  * pass) on codec_long and the short runs, and load/input errors. */
 #include "model/codec_decoder.h"
+#include "model/codec_decoder_impl.h"
 #include "npy.h"
 #include "test.h"
 
@@ -252,9 +253,23 @@ static void check_fmt_streaming(const char *dir_arg, int fmt, const char *tag) {
         snprintf(nm, sizeof nm, "%s/format_path_runs", tag);
         CHECK(nm, finite && memcmp(f, q, ns * sizeof(float)) != 0, "the %s decoder's PCM is %s", tag,
               finite ? "the f32 decoder's" : "not finite");
+        /* the f32 packs of the transposed convs that have a form are given back */
+        int released = 1;
+        for (int b = 0; b < d->cfg.n_blocks; b++) released &= !d->blocks[b].tconv_wc;
+        snprintf(nm, sizeof nm, "%s/f32_tconv_packs_released", tag);
+        CHECK(nm, released, "a block's f32 packed transposed conv is still held beside its %s form", tag);
         check_streaming(tag, s, codes, T, q, spf, nq, 3);
+        /* back to f32: the packs are made again, and the PCM is f32's, bit for bit */
+        codec_stream_free(s);
+        s = NULL;
+        const int back = codec_decoder_set_format(d, QTTS_CODEC_F32, 0, &e) == QTTS_OK &&
+                         codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
         snprintf(nm, sizeof nm, "%s/back_to_f32", tag);
-        CHECK(nm, codec_decoder_set_format(d, QTTS_CODEC_F32, 0, &e) == QTTS_OK, "%s", e.msg);
+        CHECK(nm, back && !memcmp(f, q, ns * sizeof(float)), "%s", back ? "the PCM differs from the f32 decode's" : e.msg);
+        int restored = 1;
+        for (int b = 0; b < d->cfg.n_blocks; b++) restored &= d->blocks[b].tconv_wc != NULL;
+        snprintf(nm, sizeof nm, "%s/f32_tconv_packs_made_again", tag);
+        CHECK(nm, restored, "a block has no f32 packed transposed conv after going back to f32");
     }
     codec_stream_free(s);
     codec_decoder_free(d);
