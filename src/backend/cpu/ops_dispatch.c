@@ -82,6 +82,8 @@ static void init_once(void) {
     g_neon.name = "neon";
     g_neon.matmul = matmul_neon;
     ops_fill_neon(&g_neon);
+    conv_q8_fill_neon(&g_neon);
+    conv_bf16_fill_neon(&g_neon);
 #endif
     (void)matmul_avx2;
     (void)matmul_avx512;

@@ -42,5 +42,8 @@ void conv_q8_fill_avx512(ops_kernels *k);
 void conv_bf16_fill_avx2(ops_kernels *k);
 void conv_bf16_fill_avx512(ops_kernels *k); /* needs AVX512-BF16 */
 void ops_fill_neon(ops_kernels *k);
+/* the int8 and BF16 convolutions on NEON (conv_neon.c) */
+void conv_q8_fill_neon(ops_kernels *k);
+void conv_bf16_fill_neon(ops_kernels *k);
 
 #endif
