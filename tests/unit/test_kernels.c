@@ -15,8 +15,9 @@
  * use. Convolutions and SnakeBeta vs scalar / double, chunked == whole,
  * channel split and threads bit-identical. The NEON build: the op layer is
  * compiled with the aarch64 cross compiler, and this test, built for aarch64,
- * runs under qemu-aarch64, where the NEON matmul and int8/bf16 conv checks
- * must pass (each SKIP when the tool is not installed). */
+ * runs under qemu-aarch64 (its default CPU has the dot product), where the
+ * NEON matmul and int8/bf16 conv checks, sdot and baseline, must pass (each
+ * SKIP when the tool is not installed). */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -63,7 +64,11 @@ static double f16_val(uint16_t h) {
 static const char *isa_names[] = {"scalar", "avx2", "avx512", "neon"};
 static const ops_kernels *tables[5];
 static int n_tables;
+#if defined(__x86_64__)
 static ops_kernels novnni; /* the AVX-512 table as built for a CPU without VNNI/BF16 */
+#endif
+static ops_kernels nodot;  /* the NEON table as built for a CPU without the dot product (int8 conv
+                              tests only: the rest of it is the NEON table's); name NULL if unused */
 
 static void find_tables(void) {
     for (int i = 0; i < 4; i++) {
@@ -105,6 +110,21 @@ static void find_tables(void) {
     } else {
         test_skip("kernels_best_is_widest", "QTTS_ISA=%s set", env);
     }
+#if defined(__aarch64__)
+    /* with the dot product extension the NEON table's int8 conv is the sdot
+     * one (GCC builds): test_conv_q8 tests the baseline one too */
+    const ops_kernels *ne = ops_kernels_by_name("neon", NULL);
+    if (ne) {
+        nodot = *ne;
+        nodot.name = "neon-nodot";
+        conv_q8_fill_neon(&nodot, 0);
+        if (!ops_cpu_features()->neon_dotprod)
+            test_skip("kernels_neon_nodot", "CPU lacks the dot product: the NEON table is the baseline one");
+        else if (nodot.conv1d_q8 == ne->conv1d_q8)
+            test_skip("kernels_neon_nodot", "this build has no sdot path: the NEON table is the baseline one");
+        if (!ops_cpu_features()->neon_dotprod || nodot.conv1d_q8 == ne->conv1d_q8) nodot.name = NULL;
+    }
+#endif
     ops_ctx c;
     ops_init(&c, 1, 1);
     CHECK("ops_init_force_scalar", c.k == ops_kernels_scalar() && c.rt == NULL, "force_scalar ignored");
@@ -1798,8 +1818,13 @@ static void test_conv_q8(void) {
     const ops_kernels *ref = ops_kernels_scalar();
     int bound_ok = 1, stream_ok = 1, thr_ok = 1;
     char bwhere[96] = "", swhere[96] = "", twhere[96] = "";
+    /* every table, and the NEON one without sdot where it has sdot */
+    const ops_kernels *tl[8];
+    int ntl = 0;
+    for (int t = 0; t < n_tables; t++) tl[ntl++] = tables[t];
+    if (nodot.name) tl[ntl++] = &nodot;
     int tab_ok[8];
-    for (int t = 0; t < n_tables; t++) tab_ok[t] = 1;
+    for (int t = 0; t < ntl; t++) tab_ok[t] = 1;
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         const int cin = cs[ci].cin, cout = cs[ci].cout, k = cs[ci].k, d = cs[ci].dil, t_in = cs[ci].t_in;
         const int t_out = t_in - d * (k - 1), xs = t_in + 5, ys = t_out + 3;
@@ -1846,8 +1871,8 @@ static void test_conv_q8(void) {
         for (int o = 0; o < cout; o++)
             if (yr[(size_t)o * ys + t_out] != 777.0f) bound_ok = 0, snprintf(bwhere, sizeof bwhere, "wrote past t_out");
         /* every table: the same bits */
-        for (int t = 1; t < n_tables; t++) {
-            const ops_ctx ct = {.k = tables[t], .n_threads = 1};
+        for (int t = 1; t < ntl; t++) {
+            const ops_ctx ct = {.k = tl[t], .n_threads = 1};
             for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
             conv_q8_with(&ct, x, cin, t_in, xs, &w, d, y, ys);
             if (memcmp(y, yr, sizeof(float) * cout * ys)) tab_ok[t] = 0;
@@ -1857,7 +1882,7 @@ static void test_conv_q8(void) {
             memset(p1, 0, qb), memset(p2, 0, qb);
             const size_t off = (((size_t)((cin + 3) & ~3) * t_in) + 63) & ~(size_t)63;
             ref->conv_q8_pack(x, cin, t_in, xs, p1, t_in, (float *)(p1 + off));
-            tables[t]->conv_q8_pack(x, cin, t_in, xs, p2, t_in, (float *)(p2 + off));
+            tl[t]->conv_q8_pack(x, cin, t_in, xs, p2, t_in, (float *)(p2 + off));
             if (memcmp(p1, p2, qb)) tab_ok[t] = 0;
             free(p1), free(p2);
         }
@@ -1881,9 +1906,9 @@ static void test_conv_q8(void) {
         free(x), free(wf), free(b), free(yr), free(y);
     }
     CHECK("conv_q8_scalar_within_quant_bound", bound_ok, "%s", bwhere);
-    for (int t = 1; t < n_tables; t++) {
+    for (int t = 1; t < ntl; t++) {
         char name[64];
-        snprintf(name, sizeof name, "conv_q8_%s_bits_eq_scalar", tables[t]->name);
+        snprintf(name, sizeof name, "conv_q8_%s_bits_eq_scalar", tl[t]->name);
         CHECK(name, tab_ok[t], "packed input or outputs differ from the scalar reference");
     }
     CHECK("conv_q8_threads_bits_eq", thr_ok, "%s", twhere);
@@ -2137,9 +2162,10 @@ static void test_neon_compiles(void) {
              "QTTS_TEST_DIR=$PWD/tests qemu-aarch64 -L /usr/aarch64-linux-gnu %s/t > %s/out.txt 2>&1; "
              "rc=$?; grep -q '^ok matmul_neon_Q4_B32_vs_scalar' %s/out.txt && "
              "grep -q '^ok conv_q8_neon_bits_eq_scalar' %s/out.txt && "
+             "grep -q '^ok conv_q8_neon-nodot_bits_eq_scalar' %s/out.txt && "
              "grep -q '^ok conv_bf16_neon_bits_eq_scalar' %s/out.txt && "
              "grep -q '^# [0-9]* passed, 0 failed' %s/out.txt && [ $rc -eq 0 ]",
-             d, dir, dir, dir, dir, dir, dir, dir, dir);
+             d, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     const int ok = system(cmd) == 0;
     if (!ok) {
         snprintf(cmd, sizeof cmd, "grep -v '^ok ' %s/out.txt | head -20 | sed 's/^/# aarch64: /'", dir);

@@ -10,9 +10,12 @@
  * adds in the same order as the scalar kernel (no FMA); the bf16 products
  * are exact in f32, so vfmaq in the header's order (odd channel, then even,
  * per pair) gives the scalar kernel's bits. The packs compute the scalar
- * packs' values lane by lane. Only compiled on aarch64 (Makefile); tested
- * against the scalar tables under qemu-aarch64 (test_kernels), never timed
- * on ARM hardware. */
+ * packs' values lane by lane. Where the CPU has the dot product extension
+ * (ops_dispatch: HWCAP_ASIMDDP) the int8 sums are sdot's, the same exact
+ * integers; that path is built by GCC, or by any compiler targeting
+ * dotprod. Only compiled on aarch64 (Makefile); both int8 paths and the bf16
+ * one are tested against the scalar table under qemu-aarch64 (test_kernels),
+ * never timed on ARM hardware. */
 #include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,6 +27,15 @@
 #define AI static inline __attribute__((always_inline))
 #define VL 4
 #define CONV_ISA neon
+
+/* The sdot path: compiled where the compiler can target the extension for
+ * one region of the file (GCC's target pragma; clang 14's arm_neon.h hides
+ * vdotq_s32 unless the whole build targets dotprod). */
+#if defined(__ARM_FEATURE_DOTPROD) || (defined(__GNUC__) && !defined(__clang__))
+#define HAVE_SDOT 1
+#else
+#define HAVE_SDOT 0
+#endif
 
 /* The drivers' mask of a tile's last vector: here its number of valid lanes (1..4). */
 typedef int conv_mask;
@@ -63,79 +75,51 @@ AI void store_f32_n(float *p, float32x4_t v, int n) {
 
 /* ------------------------------------------------------------ int8 */
 
-/* CO output channels x TV vectors of 4 steps from t. A vector holds 4 steps
- * x 4 input channels; per tap, the integer sums over input channels: x's
- * bytes back to signed (^ 0x80), smull by the 4 weights repeated per step
- * (16-bit products, |p| <= 128 x 127), addp of neighbouring products (two
- * of them fit 16 bits) and sadalp into one int32 per step: exact, so no
- * correction for the + 128. Then as the x86 tiles: f += sums x the steps'
- * scales x the tap's weight scale (two roundings, no FMA); y = f + bias.
- * 4 x 2: 8 int32 and 8 f32 accumulators of the 32 registers. */
+/* The int8 tile (conv_q8_neon_tile.h), 4 output channels x 2 vectors of 4
+ * steps: 8 int32 and 8 f32 accumulators of the 32 registers. A vector holds
+ * 4 steps x 4 input channels. Baseline sums: smull by the 4 weights repeated
+ * per step (16-bit products, |p| <= 128 x 127), addp of neighbouring
+ * products (two of them fit 16 bits) and sadalp into one int32 per step. */
 #define Q8_CO 4
 #define Q8_TV 2
-AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, int nlast) {
-    const int k = a->k, d = a->dilation, G = a->cin4 / 4;
-    const size_t xs = (size_t)a->xq_stride * 4, wos = (size_t)k * a->cin4;
-    const uint8x16_t flip = vdupq_n_u8(0x80);
-    float32x4_t f[Q8_CO][Q8_TV];
-#pragma GCC unroll 4
-    for (int c = 0; c < CO; c++)
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) f[c][v] = vdupq_n_f32(0.0f);
-    for (int tap = 0; tap < k; tap++) {
-        int32x4_t acc[Q8_CO][Q8_TV];
-        const int8_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin4;
-        const uint8_t *xt = a->xq + (size_t)(t + tap * d) * 4;
-#pragma GCC unroll 4
-        for (int c = 0; c < CO; c++)
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++) acc[c][v] = vdupq_n_s32(0);
-        for (int g = 0; g < G; g++) {
-            const uint8_t *xp = xt + g * xs;
-            int8x16_t xv[Q8_TV];
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                xv[v] = vreinterpretq_s8_u8(veorq_u8(load_u8_n(xp + 16 * v, v == TV - 1 ? nlast : VL), flip));
-#pragma GCC unroll 4
-            for (int c = 0; c < CO; c++) {
-                int32_t w4;
-                memcpy(&w4, wt + c * wos + 4 * g, 4);
-                const int8x16_t wv = vreinterpretq_s8_s32(vdupq_n_s32(w4));
-#pragma GCC unroll 2
-                for (int v = 0; v < TV; v++) {
-                    const int16x8_t pl = vmull_s8(vget_low_s8(xv[v]), vget_low_s8(wv));
-                    const int16x8_t ph = vmull_high_s8(xv[v], wv);
-                    acc[c][v] = vpadalq_s16(acc[c][v], vpaddq_s16(pl, ph));
-                }
-            }
-        }
-        const float *st = a->sx + t + tap * d;
-        float32x4_t sv[Q8_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = load_f32_n(st + VL * v, v == TV - 1 ? nlast : VL);
-#pragma GCC unroll 4
-        for (int c = 0; c < CO; c++) {
-            const float32x4_t swt = vdupq_n_f32(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = vaddq_f32(f[c][v], vmulq_f32(vmulq_f32(vcvtq_f32_s32(acc[c][v]), sv[v]), swt));
-        }
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(f[c][v], b), v == TV - 1 ? nlast : VL);
-    }
+AI int32x4_t q8_sum_mull(int32x4_t acc, int8x16_t x, int8x16_t w) {
+    const int16x8_t pl = vmull_s8(vget_low_s8(x), vget_low_s8(w)), ph = vmull_high_s8(x, w);
+    return vpadalq_s16(acc, vpaddq_s16(pl, ph));
 }
+#define Q8_TILE q8_tile
+#define Q8_SUM q8_sum_mull
+#include "backend/cpu/conv_q8_neon_tile.h"
 
 #define Q8_TILES(CO)                                                                                                   \
     switch (TV) {                                                                                                      \
-    case 1: q8_tile(CO, 1, a, o, t, m); break;                                                                         \
-    default: q8_tile(CO, 2, a, o, t, m); break;                                                                        \
+    case 1: Q8_TILE(CO, 1, a, o, t, m); break;                                                                         \
+    default: Q8_TILE(CO, 2, a, o, t, m); break;                                                                        \
     }
 #include "backend/cpu/conv_q8_driver.h"
+
+/* The same tile and driver with sdot's sums (one instruction for the 16
+ * products of a vector), compiled for the dot product extension; called
+ * only where the CPU has it (conv_q8_fill_neon). */
+#if HAVE_SDOT
+#if !defined(__ARM_FEATURE_DOTPROD)
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+#endif
+AI int32x4_t q8_sum_sdot(int32x4_t acc, int8x16_t x, int8x16_t w) { return vdotq_s32(acc, x, w); }
+#undef Q8_TILE
+#undef Q8_SUM
+#undef CONV_ISA
+#define Q8_TILE q8_tile_sdot
+#define Q8_SUM q8_sum_sdot
+#define CONV_ISA neon_sdot
+#include "backend/cpu/conv_q8_neon_tile.h"
+#include "backend/cpu/conv_q8_driver.h"
+#if !defined(__ARM_FEATURE_DOTPROD)
+#pragma GCC pop_options
+#endif
+#undef CONV_ISA
+#define CONV_ISA neon
+#endif
 
 /* Pack 4 steps at a time (the ragged tail by conv_q8_pack_cols, same bits):
  * maxnm keeps fmaxf's answer, the divisions are IEEE, and vcvtnq rounds to
@@ -166,8 +150,13 @@ static void conv_q8_pack_neon(const float *x, int cin, int t_in, int x_stride, u
     conv_q8_pack_cols(x, cin, x_stride, xq, xq_stride, sx, tv, t_in);
 }
 
-void conv_q8_fill_neon(ops_kernels *k) {
+void conv_q8_fill_neon(ops_kernels *k, int dotprod) {
     k->conv1d_q8 = conv1d_q8_neon;
+#if HAVE_SDOT
+    if (dotprod) k->conv1d_q8 = conv1d_q8_neon_sdot;
+#else
+    (void)dotprod;
+#endif
     k->conv_q8_pack = conv_q8_pack_neon;
 }
 
