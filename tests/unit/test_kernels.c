@@ -116,13 +116,12 @@ static void find_tables(void) {
     const ops_kernels *ne = ops_kernels_by_name("neon", NULL);
     if (ne) {
         nodot = *ne;
-        nodot.name = "neon-nodot";
         conv_q8_fill_neon(&nodot, 0);
-        if (!ops_cpu_features()->neon_dotprod)
-            test_skip("kernels_neon_nodot", "CPU lacks the dot product: the NEON table is the baseline one");
-        else if (nodot.conv1d_q8 == ne->conv1d_q8)
-            test_skip("kernels_neon_nodot", "this build has no sdot path: the NEON table is the baseline one");
-        if (!ops_cpu_features()->neon_dotprod || nodot.conv1d_q8 == ne->conv1d_q8) nodot.name = NULL;
+        const char *why = !ops_cpu_features()->neon_dotprod ? "CPU lacks the dot product"
+                          : nodot.conv1d_q8 == ne->conv1d_q8 ? "this build has no sdot path"
+                                                             : NULL;
+        nodot.name = why ? NULL : "neon-nodot";
+        if (why) test_skip("kernels_neon_nodot", "%s: the NEON table's int8 conv is the baseline one", why);
     }
 #endif
     ops_ctx c;
@@ -1795,11 +1794,12 @@ static void test_snake(void) {
 
 /* The int8 conv1d (conv_q8.h) on ragged shapes (input channels not a
  * multiple of 4, output channels leaving every tail of the 4 and 6 channel
- * tiles, steps not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9): every table's packed bytes, scales
- * and outputs bit-equal to the scalar reference's; the scalar result within
- * the quantisation bound of the exact f32 conv (per term |w| ex + |x| ew +
- * ex ew, ex and ew half a step of the column's and the channel's scale, plus
- * f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
+ * tiles, steps not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9):
+ * every table's (and on NEON with sdot, the baseline kernel's: neon-nodot)
+ * packed bytes, scales and outputs bit-equal to the scalar reference's; the
+ * scalar result within the quantisation bound of the exact f32 conv (per
+ * term |w| ex + |x| ew + ex ew, ex and ew half a step of the column's and
+ * the channel's scale, plus f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
  * sample; the transposed conv through its packed conv1d within the same kind
  * of bound, chunked == whole. */
 static void conv_q8_with(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const conv_q8_w *w, int d,
