@@ -15,7 +15,9 @@
  * use. Convolutions and SnakeBeta vs scalar / double, chunked == whole,
  * channel split and threads bit-identical. The NEON build: the op layer is
  * compiled with the aarch64 cross compiler, and this test, built for aarch64,
- * runs under qemu-aarch64 (each SKIP when the tool is not installed). */
+ * runs under qemu-aarch64 (its default CPU has the dot product), where the
+ * NEON matmul and int8/bf16 conv checks, sdot and baseline, must pass (each
+ * SKIP when the tool is not installed). */
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -62,7 +64,11 @@ static double f16_val(uint16_t h) {
 static const char *isa_names[] = {"scalar", "avx2", "avx512", "neon"};
 static const ops_kernels *tables[5];
 static int n_tables;
+#if defined(__x86_64__)
 static ops_kernels novnni; /* the AVX-512 table as built for a CPU without VNNI/BF16 */
+#endif
+static ops_kernels nodot;  /* the NEON table as built for a CPU without the dot product (int8 conv
+                              tests only: the rest of it is the NEON table's); name NULL if unused */
 
 static void find_tables(void) {
     for (int i = 0; i < 4; i++) {
@@ -104,6 +110,20 @@ static void find_tables(void) {
     } else {
         test_skip("kernels_best_is_widest", "QTTS_ISA=%s set", env);
     }
+#if defined(__aarch64__)
+    /* with the dot product extension the NEON table's int8 conv is the sdot
+     * one (GCC builds): test_conv_q8 tests the baseline one too */
+    const ops_kernels *ne = ops_kernels_by_name("neon", NULL);
+    if (ne) {
+        nodot = *ne;
+        conv_q8_fill_neon(&nodot, 0);
+        const char *why = !ops_cpu_features()->neon_dotprod ? "CPU lacks the dot product"
+                          : nodot.conv1d_q8 == ne->conv1d_q8 ? "this build has no sdot path"
+                                                             : NULL;
+        nodot.name = why ? NULL : "neon-nodot";
+        if (why) test_skip("kernels_neon_nodot", "%s: the NEON table's int8 conv is the baseline one", why);
+    }
+#endif
     ops_ctx c;
     ops_init(&c, 1, 1);
     CHECK("ops_init_force_scalar", c.k == ops_kernels_scalar() && c.rt == NULL, "force_scalar ignored");
@@ -1773,12 +1793,13 @@ static void test_snake(void) {
 /* ------------------------------------------------------------ int8 convolutions */
 
 /* The int8 conv1d (conv_q8.h) on ragged shapes (input channels not a
- * multiple of 4, output channels not of the 4/6 tiles, steps not of the 8/16
- * vectors; taps 1, 2, 7, dilations 1-9): every table's packed bytes, scales
- * and outputs bit-equal to the scalar reference's; the scalar result within
- * the quantisation bound of the exact f32 conv (per term |w| ex + |x| ew +
- * ex ew, ex and ew half a step of the column's and the channel's scale, plus
- * f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
+ * multiple of 4, output channels leaving every tail of the 4 and 6 channel
+ * tiles, steps not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9):
+ * every table's (and on NEON with sdot, the baseline kernel's: neon-nodot)
+ * packed bytes, scales and outputs bit-equal to the scalar reference's; the
+ * scalar result within the quantisation bound of the exact f32 conv (per
+ * term |w| ex + |x| ew + ex ew, ex and ew half a step of the column's and
+ * the channel's scale, plus f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
  * sample; the transposed conv through its packed conv1d within the same kind
  * of bound, chunked == whole. */
 static void conv_q8_with(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const conv_q8_w *w, int d,
@@ -1792,12 +1813,18 @@ static void test_conv_q8(void) {
     static const struct { int cin, cout, k, dil, t_in; } cs[] = {
         {4, 6, 7, 1, 30},  {5, 7, 7, 3, 61},   {3, 1, 1, 1, 9},    {13, 13, 2, 1, 40}, {96, 25, 7, 9, 300},
         {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70}, {7, 5, 7, 2, 13},   {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
+        {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     int bound_ok = 1, stream_ok = 1, thr_ok = 1;
     char bwhere[96] = "", swhere[96] = "", twhere[96] = "";
+    /* every table, and the NEON one without sdot where it has sdot */
+    const ops_kernels *tl[8];
+    int ntl = 0;
+    for (int t = 0; t < n_tables; t++) tl[ntl++] = tables[t];
+    if (nodot.name) tl[ntl++] = &nodot;
     int tab_ok[8];
-    for (int t = 0; t < n_tables; t++) tab_ok[t] = 1;
+    for (int t = 0; t < ntl; t++) tab_ok[t] = 1;
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         const int cin = cs[ci].cin, cout = cs[ci].cout, k = cs[ci].k, d = cs[ci].dil, t_in = cs[ci].t_in;
         const int t_out = t_in - d * (k - 1), xs = t_in + 5, ys = t_out + 3;
@@ -1844,8 +1871,8 @@ static void test_conv_q8(void) {
         for (int o = 0; o < cout; o++)
             if (yr[(size_t)o * ys + t_out] != 777.0f) bound_ok = 0, snprintf(bwhere, sizeof bwhere, "wrote past t_out");
         /* every table: the same bits */
-        for (int t = 1; t < n_tables; t++) {
-            const ops_ctx ct = {.k = tables[t], .n_threads = 1};
+        for (int t = 1; t < ntl; t++) {
+            const ops_ctx ct = {.k = tl[t], .n_threads = 1};
             for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
             conv_q8_with(&ct, x, cin, t_in, xs, &w, d, y, ys);
             if (memcmp(y, yr, sizeof(float) * cout * ys)) tab_ok[t] = 0;
@@ -1855,7 +1882,7 @@ static void test_conv_q8(void) {
             memset(p1, 0, qb), memset(p2, 0, qb);
             const size_t off = (((size_t)((cin + 3) & ~3) * t_in) + 63) & ~(size_t)63;
             ref->conv_q8_pack(x, cin, t_in, xs, p1, t_in, (float *)(p1 + off));
-            tables[t]->conv_q8_pack(x, cin, t_in, xs, p2, t_in, (float *)(p2 + off));
+            tl[t]->conv_q8_pack(x, cin, t_in, xs, p2, t_in, (float *)(p2 + off));
             if (memcmp(p1, p2, qb)) tab_ok[t] = 0;
             free(p1), free(p2);
         }
@@ -1879,9 +1906,9 @@ static void test_conv_q8(void) {
         free(x), free(wf), free(b), free(yr), free(y);
     }
     CHECK("conv_q8_scalar_within_quant_bound", bound_ok, "%s", bwhere);
-    for (int t = 1; t < n_tables; t++) {
+    for (int t = 1; t < ntl; t++) {
         char name[64];
-        snprintf(name, sizeof name, "conv_q8_%s_bits_eq_scalar", tables[t]->name);
+        snprintf(name, sizeof name, "conv_q8_%s_bits_eq_scalar", tl[t]->name);
         CHECK(name, tab_ok[t], "packed input or outputs differ from the scalar reference");
     }
     CHECK("conv_q8_threads_bits_eq", thr_ok, "%s", twhere);
@@ -1978,7 +2005,7 @@ static void test_conv_bf16(void) {
     static const struct { int cin, cout, k, dil, t_in; } cs[] = {
         {4, 6, 7, 1, 30},   {5, 7, 7, 3, 61},   {3, 1, 1, 1, 9},    {13, 13, 2, 1, 40},  {96, 25, 7, 9, 300},
         {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70}, {7, 5, 7, 2, 13},   {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
-        {1, 3, 2, 1, 5},    {9, 31, 7, 1, 100},
+        {1, 3, 2, 1, 5},    {9, 31, 7, 1, 100}, {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     int bound_ok = 1, stream_ok = 1, thr_ok = 1;
@@ -2133,9 +2160,12 @@ static void test_neon_compiles(void) {
              "tests/unit/test_kernels.c tests/common/test.c src/util/dtype.c src/util/error.c src/util/huge_arena.c "
              "$(ls src/backend/cpu/*.c | grep -v -e _avx2.c -e _avx512.c) -lm -lpthread -o %s/t > %s/out.txt 2>&1 && "
              "QTTS_TEST_DIR=$PWD/tests qemu-aarch64 -L /usr/aarch64-linux-gnu %s/t > %s/out.txt 2>&1; "
-             "rc=$?; grep -q '^ok matmul_neon_Q4_B32_vs_scalar' %s/out.txt && grep -q '^# [0-9]* passed, 0 failed' %s/out.txt "
-             "&& [ $rc -eq 0 ]",
-             d, dir, dir, dir, dir, dir, dir);
+             "rc=$?; grep -q '^ok matmul_neon_Q4_B32_vs_scalar' %s/out.txt && "
+             "grep -q '^ok conv_q8_neon_bits_eq_scalar' %s/out.txt && "
+             "grep -q '^ok conv_q8_neon-nodot_bits_eq_scalar' %s/out.txt && "
+             "grep -q '^ok conv_bf16_neon_bits_eq_scalar' %s/out.txt && "
+             "grep -q '^# [0-9]* passed, 0 failed' %s/out.txt && [ $rc -eq 0 ]",
+             d, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     const int ok = system(cmd) == 0;
     if (!ok) {
         snprintf(cmd, sizeof cmd, "grep -v '^ok ' %s/out.txt | head -20 | sed 's/^/# aarch64: /'", dir);

@@ -1,5 +1,6 @@
 /* NEON (AArch64 baseline, no dotprod/bf16 extensions) matmul kernels for
- * every weight format, plus dot/axpy. Convolutions use the scalar reference.
+ * every weight format, plus dot/axpy. The int8 and BF16 convolutions:
+ * conv_neon.c; the f32 ones use the scalar reference.
  * Dataflow: one W row x one X row -> one 4-lane f32 sum -> Y[i][r].
  * Bit-exactness: each output Y[i][r] is one 4-lane f32 accumulator fed 4
  * columns at a time in column order (tail: zero-padded copies), then a fixed

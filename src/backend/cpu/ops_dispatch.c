@@ -1,5 +1,6 @@
 /* ISA detection and kernel table choice (see ops_dispatch.h).
- * Dataflow: cpuid/xgetbv -> ops_cpu -> each usable ISA's table, filled once -> QTTS_ISA's or the best. */
+ * Dataflow: cpuid/xgetbv (x86-64) or getauxval (aarch64 Linux) -> ops_cpu -> each usable ISA's table,
+ * filled once -> QTTS_ISA's or the best. */
 #include "backend/cpu/ops_dispatch.h"
 
 #include <math.h>
@@ -12,6 +13,12 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define QT_X86 1
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
 #endif
 
 static ops_cpu g_cpu;
@@ -78,10 +85,15 @@ static void init_once(void) {
 #endif
 #if defined(__aarch64__)
     g_cpu.neon = 1;
+#if defined(__linux__)
+    g_cpu.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
     g_neon = *ops_kernels_scalar();
     g_neon.name = "neon";
     g_neon.matmul = matmul_neon;
     ops_fill_neon(&g_neon);
+    conv_q8_fill_neon(&g_neon, g_cpu.neon_dotprod);
+    conv_bf16_fill_neon(&g_neon);
 #endif
     (void)matmul_avx2;
     (void)matmul_avx512;

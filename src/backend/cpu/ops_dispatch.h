@@ -1,7 +1,7 @@
 /* The one place that picks an ISA: CPU feature detection (cpuid/xgetbv on
- * x86-64, the build target on aarch64), the kernel tables of each ISA built
- * in, and the choice of one (best for the CPU, or QTTS_ISA, or the scalar
- * reference). One binary runs on any x86-64: the per-ISA files are compiled
+ * x86-64; on aarch64 the build target, and the dot product by getauxval),
+ * the kernel tables of each ISA built in, and the choice of one (best for
+ * the CPU, or QTTS_ISA, or the scalar reference). One binary runs on any x86-64: the per-ISA files are compiled
  * with their instruction-set flags and only called after the checks here. */
 #ifndef QTTS_BACKEND_CPU_OPS_DISPATCH_H
 #define QTTS_BACKEND_CPU_OPS_DISPATCH_H
@@ -14,6 +14,7 @@ typedef struct ops_cpu {
     int avx512_vnni; /* vpdpbusd */
     int avx512_bf16; /* vdpbf16ps */
     int neon;        /* aarch64 build */
+    int neon_dotprod; /* sdot/udot (Linux: HWCAP_ASIMDDP) */
 } ops_cpu;
 
 /* Features of this CPU (detected once). */
@@ -42,5 +43,9 @@ void conv_q8_fill_avx512(ops_kernels *k);
 void conv_bf16_fill_avx2(ops_kernels *k);
 void conv_bf16_fill_avx512(ops_kernels *k); /* needs AVX512-BF16 */
 void ops_fill_neon(ops_kernels *k);
+/* the int8 and BF16 convolutions on NEON (conv_neon.c); dotprod: the int8
+ * sums by sdot (where the build has that path) */
+void conv_q8_fill_neon(ops_kernels *k, int dotprod);
+void conv_bf16_fill_neon(ops_kernels *k);
 
 #endif

@@ -1,0 +1,248 @@
+/* NEON (AArch64 baseline, ARMv8.0) leaves of the int8 and BF16 convolutions
+ * (conv_q8.h, conv_bf16.h have the contracts); the channel and time loops
+ * are the shared drivers conv_q8_driver.h and conv_bf16_driver.h.
+ * Dataflow: packed x [cin/4 or cin/2][t] -> CO output channels x TV vectors
+ * of 4 steps -> y[cout][t].
+ * A partial last vector (1-3 steps) is loaded from a zero-padded copy and
+ * stored through one, so nothing outside the valid steps is read or written
+ * and a sample's arithmetic never depends on where a call starts or ends.
+ * Bits: the int8 sums are exact integers, then the same f32 multiplies and
+ * adds in the same order as the scalar kernel (no FMA); the bf16 products
+ * are exact in f32, so vfmaq in the header's order (odd channel, then even,
+ * per pair) gives the scalar kernel's bits. The packs compute the scalar
+ * packs' values lane by lane. Where the CPU has the dot product extension
+ * (ops_dispatch: HWCAP_ASIMDDP) the int8 sums are sdot's, the same exact
+ * integers; that path is built by GCC, or by any compiler targeting
+ * dotprod. Only compiled on aarch64 (Makefile); both int8 paths and the bf16
+ * one are tested against the scalar table under qemu-aarch64 (test_kernels),
+ * never timed on ARM hardware. */
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_q8.h"
+#include "backend/cpu/ops_dispatch.h"
+
+#define AI static inline __attribute__((always_inline))
+#define VL 4
+#define CONV_ISA neon
+
+/* The sdot path: compiled where the compiler can target the extension for
+ * one region of the file (GCC's target pragma; clang 14's arm_neon.h hides
+ * vdotq_s32 unless the whole build targets dotprod). */
+#if defined(__ARM_FEATURE_DOTPROD) || (defined(__GNUC__) && !defined(__clang__))
+#define HAVE_SDOT 1
+#else
+#define HAVE_SDOT 0
+#endif
+
+/* The drivers' mask of a tile's last vector: here its number of valid lanes (1..4). */
+typedef int conv_mask;
+AI int lane_mask(int n) { return n; }
+
+/* 16 bytes from p, or the first 4 n of them and zeros. */
+AI uint8x16_t load_u8_n(const uint8_t *p, int n) {
+    if (n == VL) return vld1q_u8(p);
+    uint8_t b[16] = {0};
+    memcpy(b, p, (size_t)4 * n);
+    return vld1q_u8(b);
+}
+
+AI uint32x4_t load_u32_n(const uint32_t *p, int n) {
+    if (n == VL) return vld1q_u32(p);
+    uint32_t b[VL] = {0, 0, 0, 0};
+    memcpy(b, p, sizeof(uint32_t) * n);
+    return vld1q_u32(b);
+}
+
+AI float32x4_t load_f32_n(const float *p, int n) {
+    if (n == VL) return vld1q_f32(p);
+    float b[VL] = {0, 0, 0, 0};
+    memcpy(b, p, sizeof(float) * n);
+    return vld1q_f32(b);
+}
+
+AI void store_f32_n(float *p, float32x4_t v, int n) {
+    if (n == VL) {
+        vst1q_f32(p, v);
+    } else {
+        float b[VL];
+        vst1q_f32(b, v);
+        memcpy(p, b, sizeof(float) * n);
+    }
+}
+
+/* ------------------------------------------------------------ int8 */
+
+/* The int8 tile (conv_q8_neon_tile.h), 4 output channels x 2 vectors of 4
+ * steps: 8 int32 and 8 f32 accumulators of the 32 registers. A vector holds
+ * 4 steps x 4 input channels. Baseline sums: smull by the 4 weights repeated
+ * per step (16-bit products, |p| <= 128 x 127), addp of neighbouring
+ * products (two of them fit 16 bits) and sadalp into one int32 per step. */
+#define Q8_CO 4
+#define Q8_TV 2
+AI int32x4_t q8_sum_mull(int32x4_t acc, int8x16_t x, int8x16_t w) {
+    const int16x8_t pl = vmull_s8(vget_low_s8(x), vget_low_s8(w)), ph = vmull_high_s8(x, w);
+    return vpadalq_s16(acc, vpaddq_s16(pl, ph));
+}
+#define Q8_TILE q8_tile
+#define Q8_SUM q8_sum_mull
+#include "backend/cpu/conv_q8_neon_tile.h"
+
+#define Q8_TILES(CO)                                                                                                   \
+    switch (TV) {                                                                                                      \
+    case 1: Q8_TILE(CO, 1, a, o, t, m); break;                                                                         \
+    default: Q8_TILE(CO, 2, a, o, t, m); break;                                                                        \
+    }
+#include "backend/cpu/conv_q8_driver.h"
+
+/* The same tile and driver with sdot's sums (one instruction for the 16
+ * products of a vector), compiled for the dot product extension; called
+ * only where the CPU has it (conv_q8_fill_neon). */
+#if HAVE_SDOT
+#if !defined(__ARM_FEATURE_DOTPROD)
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.2-a+dotprod")
+#endif
+AI int32x4_t q8_sum_sdot(int32x4_t acc, int8x16_t x, int8x16_t w) { return vdotq_s32(acc, x, w); }
+#undef Q8_TILE
+#undef Q8_SUM
+#undef CONV_ISA
+#define Q8_TILE q8_tile_sdot
+#define Q8_SUM q8_sum_sdot
+#define CONV_ISA neon_sdot
+#include "backend/cpu/conv_q8_neon_tile.h"
+#include "backend/cpu/conv_q8_driver.h"
+#if !defined(__ARM_FEATURE_DOTPROD)
+#pragma GCC pop_options
+#endif
+#undef CONV_ISA
+#define CONV_ISA neon
+#endif
+
+/* Pack 4 steps at a time (the ragged tail by conv_q8_pack_cols, same bits):
+ * maxnm keeps fmaxf's answer, the divisions are IEEE, and vcvtnq rounds to
+ * nearest even as rintf does. */
+static void conv_q8_pack_neon(const float *x, int cin, int t_in, int x_stride, uint8_t *xq, int xq_stride, float *sx) {
+    const int cin4 = (cin + 3) & ~3, tv = t_in / VL * VL;
+    const int32x4_t lo = vdupq_n_s32(-127), hi = vdupq_n_s32(127), off = vdupq_n_s32(128);
+    const float32x4_t c127 = vdupq_n_f32(127.0f);
+    for (int t = 0; t < tv; t += VL) {
+        float32x4_t mx = vdupq_n_f32(0.0f);
+        for (int i = 0; i < cin; i++) mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x + (size_t)i * x_stride + t)));
+        vst1q_f32(sx + t, vdivq_f32(mx, c127));
+        const uint32x4_t nz = vcgtq_f32(mx, vdupq_n_f32(0.0f));
+        const float32x4_t inv = vreinterpretq_f32_u32(vandq_u32(nz, vreinterpretq_u32_f32(vdivq_f32(c127, mx))));
+        for (int i = 0; i < cin4; i += 4) {
+            uint32x4_t r = vdupq_n_u32(0);
+            for (int j = 0; j < 4; j++) {
+                int32x4_t q = off;
+                if (i + j < cin) {
+                    q = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + (size_t)(i + j) * x_stride + t), inv));
+                    q = vaddq_s32(vminq_s32(vmaxq_s32(q, lo), hi), off);
+                }
+                r = vorrq_u32(r, vshlq_u32(vreinterpretq_u32_s32(q), vdupq_n_s32(8 * j)));
+            }
+            vst1q_u8(xq + ((size_t)(i / 4) * xq_stride + t) * 4, vreinterpretq_u8_u32(r));
+        }
+    }
+    conv_q8_pack_cols(x, cin, x_stride, xq, xq_stride, sx, tv, t_in);
+}
+
+void conv_q8_fill_neon(ops_kernels *k, int dotprod) {
+    k->conv1d_q8 = conv1d_q8_neon;
+#if HAVE_SDOT
+    if (dotprod) k->conv1d_q8 = conv1d_q8_neon_sdot;
+#else
+    (void)dotprod;
+#endif
+    k->conv_q8_pack = conv_q8_pack_neon;
+}
+
+/* ------------------------------------------------------------ bf16 (widened) */
+
+/* CO output channels x TV vectors of 4 steps from t, conv_bf16.h's order:
+ * each pair widened to f32 (the odd channel by a mask of the high half, the
+ * even one by a shift), then fma by the odd channel's weight and fma by the
+ * even one's. 6 x 2: 12 accumulators, 4 widened inputs, 2 weights. */
+#define BF_CO 6
+#define BF_TV 2
+AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, int nlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xb_stride, wos = (size_t)k * a->cin2;
+    const uint32x4_t himask = vdupq_n_u32(0xffff0000u);
+    float32x4_t acc[BF_CO][BF_TV];
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) acc[c][v] = vdupq_n_f32(0.0f);
+    for (int tap = 0; tap < k; tap++) {
+        const uint16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const uint32_t *xt = a->xb + t + tap * d;
+        for (int g = 0; g < G; g++) {
+            const uint32_t *xp = xt + g * xs;
+            float32x4_t xo[BF_TV], xe[BF_TV];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) {
+                const uint32x4_t xv = load_u32_n(xp + VL * v, v == TV - 1 ? nlast : VL);
+                xo[v] = vreinterpretq_f32_u32(vandq_u32(xv, himask));
+                xe[v] = vreinterpretq_f32_u32(vshlq_n_u32(xv, 16));
+            }
+#pragma GCC unroll 6
+            for (int c = 0; c < CO; c++) {
+                const uint16_t *wp = wt + c * wos + 2 * g;
+                const float32x4_t wo = vreinterpretq_f32_u32(vdupq_n_u32((uint32_t)wp[1] << 16));
+                const float32x4_t we = vreinterpretq_f32_u32(vdupq_n_u32((uint32_t)wp[0] << 16));
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) {
+                    acc[c][v] = vfmaq_f32(acc[c][v], xo[v], wo);
+                    acc[c][v] = vfmaq_f32(acc[c][v], xe[v], we);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++) {
+        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(acc[c][v], b), v == TV - 1 ? nlast : VL);
+    }
+}
+
+#define BF_TILES(CO)                                                                                                   \
+    switch (TV) {                                                                                                      \
+    case 1: bf_tile(CO, 1, a, o, t, m); break;                                                                         \
+    default: bf_tile(CO, 2, a, o, t, m); break;                                                                        \
+    }
+#include "backend/cpu/conv_bf16_driver.h"
+
+/* f32 lanes -> their bf16 in the high 16 bits (conv_bf16_round's bits). */
+AI uint32x4_t bf16_hi(float32x4_t v) {
+    const uint32x4_t u = vreinterpretq_u32_f32(v);
+    const uint32x4_t a = vandq_u32(u, vdupq_n_u32(0x7fffffffu));
+    uint32x4_t r = vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7fffu)), vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1)));
+    r = vbicq_u32(r, vcltq_u32(a, vdupq_n_u32(0x23800000u)));
+    r = vbslq_u32(vcgtq_u32(a, vdupq_n_u32(0x7f800000u)), vdupq_n_u32(0x7fc00000u), r);
+    return vandq_u32(r, vdupq_n_u32(0xffff0000u));
+}
+
+/* Pack 4 steps at a time (the ragged tail by conv_bf16_pack_cols, same bits). */
+static void conv_bf16_pack_neon(const float *x, int cin, int t_in, int x_stride, uint32_t *xb, int xb_stride) {
+    const int tv = t_in / VL * VL;
+    for (int g = 0; 2 * g < cin; g++) {
+        const float *x0 = x + (size_t)(2 * g) * x_stride;
+        for (int t = 0; t < tv; t += VL) {
+            const uint32x4_t lo = vshrq_n_u32(bf16_hi(vld1q_f32(x0 + t)), 16);
+            const uint32x4_t hi = 2 * g + 1 < cin ? bf16_hi(vld1q_f32(x0 + x_stride + t)) : vdupq_n_u32(0);
+            vst1q_u32(xb + (size_t)g * xb_stride + t, vorrq_u32(lo, hi));
+        }
+    }
+    conv_bf16_pack_cols(x, cin, x_stride, xb, xb_stride, tv, t_in);
+}
+
+void conv_bf16_fill_neon(ops_kernels *k) {
+    k->conv1d_bf16 = conv1d_bf16_neon;
+    k->conv_bf16_pack = conv_bf16_pack_neon;
+}
