@@ -819,6 +819,8 @@ typedef struct pool_probe {
     atomic_int calls;
     pthread_t who[8];
     int bad;
+    pthread_t caller;  /* wait_task: the thread that called threadpool_run */
+    atomic_int others; /* wait_task: tasks run on other threads */
 } pool_probe;
 
 static void probe_task(void *arg, int t, int nt) {
@@ -854,6 +856,21 @@ static void slow_task(void *arg, int t, int nt) {
     probe_task(arg, t, nt);
     struct timespec ts = {0, 200 * 1000};
     nanosleep(&ts, NULL);
+}
+
+/* A task that, on the calling thread, waits until another thread has run
+ * one of the job's tasks (10 s at most: a guard against a hang), so a pool
+ * whose workers take tasks gets one there whatever the load or emulation
+ * (qemu), and one whose workers never do is seen. Set p->caller first. */
+static void wait_task(void *arg, int t, int nt) {
+    pool_probe *p = arg;
+    probe_task(arg, t, nt);
+    if (!pthread_equal(pthread_self(), p->caller)) {
+        atomic_fetch_add(&p->others, 1);
+        return;
+    }
+    struct timespec ts = {0, 1000 * 1000};
+    for (int i = 0; i < 10000 && !atomic_load(&p->others); i++) nanosleep(&ts, NULL);
 }
 
 /* An async function: counts its runs, notes its thread, flags two at once,
@@ -953,12 +970,11 @@ static void test_pool_async(void) {
     threadpool_async_wait(p);
     memset(&pr, 0, sizeof pr);
     threadpool_run(p, slow_task, &pr, 3);
+    memset(&pr, 0, sizeof pr);
+    pr.caller = pthread_self();
+    threadpool_run(p, wait_task, &pr, 3);
     int later_on_worker = 0;
-    for (int r = 0; r < 50 && !later_on_worker; r++) {
-        memset(&pr, 0, sizeof pr);
-        threadpool_run(p, slow_task, &pr, 3);
-        for (int t = 0; t < 3; t++) later_on_worker |= !pthread_equal(pr.who[t], pthread_self());
-    }
+    for (int t = 0; t < 3; t++) later_on_worker |= !pthread_equal(pr.who[t], pthread_self());
     CHECK("pool_async_after_sleep_then_jobs_again", a.runs == 1 && later_on_worker,
           "runs %d; the worker took no task after its async function: %d", (int)a.runs, later_on_worker);
     /* destroy with a function still running waits for it */
@@ -975,14 +991,15 @@ static void test_pool_async(void) {
     threadpool_async(p, async_fn, &a);
     while (atomic_load(&a.inside) == 0) sched_yield();
     int helped = 0;
-    for (int r = 0; r < 50; r++) {
+    for (int r = 0; r < 3; r++) {
         memset(&pr, 0, sizeof pr);
-        threadpool_run(p, slow_task, &pr, 3);
+        pr.caller = pthread_self();
+        threadpool_run(p, wait_task, &pr, 3);
         for (int t = 0; t < 3; t++) helped += !pthread_equal(pr.who[t], pthread_self());
     }
     atomic_store(&a.hold, 0);
     threadpool_destroy(p);
-    CHECK("pool_async_other_workers_help", helped > 0 && a.runs == 1, "%d of 150 tasks on the free worker", helped);
+    CHECK("pool_async_other_workers_help", helped > 0 && a.runs == 1, "%d of 9 tasks on the free worker", helped);
 }
 
 static void test_pool(void) {
@@ -1000,15 +1017,16 @@ static void test_pool(void) {
     for (int t = 0; t < 8; t++) counts_ok &= pr.hits[t] == expect[t];
     CHECK("pool_every_task_once", counts_ok, "%d task calls for %d tasks (task 0: %d of %d)", (int)pr.calls, total,
           (int)pr.hits[0], expect[0]);
-    /* slow tasks: the workers take some of them */
+    /* tasks that wait on the caller: the workers take some of them */
     int on_workers = 0;
-    for (int r = 0; r < 50; r++) {
+    for (int r = 0; r < 3; r++) {
         memset(&pr, 0, sizeof pr);
-        threadpool_run(p, slow_task, &pr, 3);
+        pr.caller = pthread_self();
+        threadpool_run(p, wait_task, &pr, 3);
         for (int t = 0; t < 3; t++) on_workers += pr.hits[t] == 1 && !pthread_equal(pr.who[t], pthread_self());
         counts_ok &= pr.hits[0] == 1 && pr.hits[1] == 1 && pr.hits[2] == 1;
     }
-    CHECK("pool_workers_take_tasks", on_workers > 0 && counts_ok, "%d of 150 slow tasks ran on workers", on_workers);
+    CHECK("pool_workers_take_tasks", on_workers > 0 && counts_ok, "%d of 9 tasks ran on workers", on_workers);
     /* after the workers went to sleep, jobs still complete */
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
