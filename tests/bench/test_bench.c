@@ -765,9 +765,29 @@ static void test_peak_probe(void) {
           "best %s", peak_method_name(PK_INT8, peak_method_best(PK_INT8)));
 #endif
     CHECK("peak probe: a measurement", measure_peak(PK_F32, bf, 1, 1) > 0, "0 G/s");
-    char *a1[] = {"peak", "-t", "0"}, *a2[] = {"peak", "--fast"};
-    CHECK("peak: a bad thread count and an unknown option are usage errors", cmd_peak(3, a1) == 2 && cmd_peak(2, a2) == 2,
-          "not refused");
+    int pm = 7;
+    CHECK("peak: --method names parse", peak_parse_method("auto", &pm) == 0 && pm == -1 &&
+                                            peak_parse_method("avx2", &pm) == 0 && pm == PK_AVX2 &&
+                                            peak_parse_method("avx1024", &pm) == -1,
+          "%d", pm);
+    peak_result pr;
+    measure_peaks_with(1, 1, PK_SCALAR, &pr);
+    CHECK("peak: --method scalar measures the scalar f32 loop and no int8 one",
+          pr.f32_gmacs > 0 && !strcmp(pr.f32_method, peak_method_name(PK_F32, PK_SCALAR)) && pr.int8_gmacs == 0 &&
+              !strcmp(pr.int8_method, "none"),
+          "%s %.1f, %s %.1f", pr.f32_method, pr.f32_gmacs, pr.int8_method, pr.int8_gmacs);
+    if (peak_method_supported(PK_F32, PK_AVX2)) {
+        measure_peaks_with(1, 1, PK_AVX2, &pr);
+        CHECK("peak: --method avx2 measures the AVX2 loops", pr.f32_gmacs > 0 && pr.int8_gmacs > 0 &&
+                                                                  !strcmp(pr.f32_method, peak_method_name(PK_F32, PK_AVX2)) &&
+                                                                  !strcmp(pr.int8_method, peak_method_name(PK_INT8, PK_AVX2)),
+              "%s %.1f, %s %.1f", pr.f32_method, pr.f32_gmacs, pr.int8_method, pr.int8_gmacs);
+    } else {
+        test_skip("peak: --method avx2 measures the AVX2 loops", "this CPU or build has no AVX2 loop");
+    }
+    char *a1[] = {"peak", "-t", "0"}, *a2[] = {"peak", "--fast"}, *a3[] = {"peak", "--method", "avx1024"};
+    CHECK("peak: a bad thread count, an unknown option and an unknown method are usage errors",
+          cmd_peak(3, a1) == 2 && cmd_peak(2, a2) == 2 && cmd_peak(3, a3) == 2, "not refused");
 }
 
 static void test_quality(void) {

@@ -198,7 +198,8 @@ void bench_help(FILE *f) {
             "qtts-bench wer REF HYP      normalised WER of two strings\n"
             "qtts-bench bandwidth [-t LIST] [--bw-mib N] [--method auto|scalar|avx2|avx512]\n"
             "                            memory read bandwidth (auto: the widest loads this CPU has)\n"
-            "qtts-bench peak [-t LIST]   f32 and int8 multiply-adds per second (the kernels' instructions)\n"
+            "qtts-bench peak [-t LIST] [--method auto|scalar|avx2|avx512]\n"
+            "                            f32 and int8 multiply-adds per second (auto: the kernels' instructions)\n"
             "qtts-bench plot RESULTS.json OUT.svg         the SVG plot of a JSON report\n",
             bench_weight_names());
 }

@@ -129,7 +129,11 @@ typedef struct peak_result {
     double f32_gmacs, int8_gmacs; /* G multiply-adds/s (f32 GFLOP/s = 2 x); int8 0 = not measured */
     char f32_method[48], int8_method[48];
 } peak_result;
-void measure_peaks(int n_threads, int reps, peak_result *out);
+void measure_peaks(int n_threads, int reps, peak_result *out); /* the best methods */
+/* method: a peak_method, or -1 for the best of each kind (int8 "none" where
+ * the method has no int8 loop) */
+void measure_peaks_with(int n_threads, int reps, int method, peak_result *out);
+int peak_parse_method(const char *s, int *m); /* auto (-1), scalar, avx2, avx512; -1 on a bad name */
 int cmd_peak(int argc, char **argv);
 
 /* ---------------------------------------------------------------- bandwidth.c */

@@ -17,7 +17,7 @@ static void usage(FILE *f) {
             "       qtts-bench suite -m DIR [--out DIR]        run + quality + table, JSON, CSV, plot\n"
             "       qtts-bench wer REF HYP                     normalised word error rate\n"
             "       qtts-bench bandwidth [-t LIST]             memory read bandwidth\n"
-            "       qtts-bench peak [-t LIST]                  f32 and int8 arithmetic peak\n"
+            "       qtts-bench peak [-t LIST] [--method M]     f32 and int8 arithmetic peak\n"
             "       qtts-bench server --url URL [options]      a running qtts-server under concurrent load\n"
             "       qtts-bench plot RESULTS.json OUT.svg       plot a JSON report\n"
             "       qtts-bench cold -m DIR [-w LIST] [--drop]  launch -> first PCM byte of qtts --stdout\n"

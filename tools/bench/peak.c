@@ -240,10 +240,27 @@ double measure_peak(peak_kind k, peak_method m, int n_threads, int reps) {
     return best;
 }
 
-void measure_peaks(int n_threads, int reps, peak_result *out) {
+int peak_parse_method(const char *s, int *m) {
+    static const char *const names[PK_N_METHODS] = {"scalar", "avx2", "avx512"};
+    if (strcmp(s, "auto") == 0) {
+        *m = -1;
+        return 0;
+    }
+    for (int i = 0; i < PK_N_METHODS; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *m = i;
+            return 0;
+        }
+    return -1;
+}
+
+void measure_peaks(int n_threads, int reps, peak_result *out) { measure_peaks_with(n_threads, reps, -1, out); }
+
+void measure_peaks_with(int n_threads, int reps, int method, peak_result *out) {
     memset(out, 0, sizeof *out);
     out->threads = n_threads;
-    const peak_method mf = peak_method_best(PK_F32), mi = peak_method_best(PK_INT8);
+    const peak_method mf = method < 0 ? peak_method_best(PK_F32) : (peak_method)method;
+    const peak_method mi = method < 0 ? peak_method_best(PK_INT8) : (peak_method)method;
     snprintf(out->f32_method, sizeof out->f32_method, "%s", peak_method_name(PK_F32, mf));
     out->f32_gmacs = measure_peak(PK_F32, mf, n_threads, reps);
     if (peak_method_supported(PK_INT8, mi)) {
@@ -256,12 +273,20 @@ void measure_peaks(int n_threads, int reps, peak_result *out) {
 
 int cmd_peak(int argc, char **argv) {
     const char *threads = NULL;
+    int method = -1;
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) && i + 1 < argc) threads = argv[++i];
-        else {
-            fprintf(stderr, "usage: qtts-bench peak [-t LIST]\n");
+        if ((strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--threads") == 0) && i + 1 < argc) {
+            threads = argv[++i];
+        } else if (strcmp(argv[i], "--method") == 0 && i + 1 < argc && peak_parse_method(argv[i + 1], &method) == 0) {
+            i++;
+        } else {
+            fprintf(stderr, "usage: qtts-bench peak [-t LIST] [--method auto|scalar|avx2|avx512]\n");
             return 2;
         }
+    }
+    if (method >= 0 && !peak_method_supported(PK_F32, (peak_method)method)) {
+        fprintf(stderr, "qtts-bench: this CPU or build has no %s f32 loop\n", peak_method_name(PK_F32, method));
+        return 2;
     }
     char def[16];
     snprintf(def, sizeof def, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
@@ -280,7 +305,7 @@ int cmd_peak(int argc, char **argv) {
             continue;
         }
         peak_result p;
-        measure_peaks((int)n, 3, &p);
+        measure_peaks_with((int)n, 3, method, &p);
         printf("arithmetic peak, %ld thread%s (best of 3): f32 %.1f G multiply-adds/s = %.1f GFLOP/s (%s); "
                "int8 %.1f G multiply-adds/s (%s)\n",
                n, n == 1 ? "" : "s", p.f32_gmacs, 2 * p.f32_gmacs, p.f32_method, p.int8_gmacs, p.int8_method);
