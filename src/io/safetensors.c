@@ -301,14 +301,11 @@ void st_close(st_set *s) {
 }
 
 void st_release(const st_set *s, const void *data, size_t n) {
-    const long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || !data || !n) return;
+    if (!data || !n) return;
     for (int i = 0; i < s->n_files; i++) {
         const char *base = s->maps[i];
         if (!base || (const char *)data < base || (const char *)data + n > base + s->map_sizes[i]) continue;
-        uintptr_t b = ((uintptr_t)data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-        uintptr_t e = ((uintptr_t)data + n) & ~((uintptr_t)pg - 1);
-        if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+        pages_drop(data, n);
         return;
     }
 }

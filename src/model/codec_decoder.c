@@ -13,13 +13,10 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* ---------------------------------------------------------------- config */
 
@@ -238,9 +235,14 @@ static qtts_status weight(codec_decoder *d, qtts_error *e, const float **out, in
  * ops_conv_transpose1d_pack_conv); the mapped original is then released, as
  * the decoder reads only the copy (a call the packed form cannot take would
  * fault it back in). */
+/* Floats in a packed transposed conv: its weights, then stride * cout biases. */
+static size_t tconv_pack_floats(int cin, int cout, int k, int stride) {
+    return (size_t)cin * cout * k + (size_t)stride * cout;
+}
+
 static qtts_status pack_tconv(codec_decoder *d, qtts_error *e, const float *w, const float *bias, int cin, int cout,
                               int k, int stride, const float **out) {
-    const size_t n = (size_t)cin * cout * k + (size_t)stride * cout, nb = sizeof(float) * n;
+    const size_t n = tconv_pack_floats(cin, cout, k, stride), nb = sizeof(float) * n;
     const float *cached = wcache_get_f32(&d->tcache, d->n_tconv++, n);
     if (cached) { /* prepared at an earlier load */
         st_release(&d->st, w, sizeof(float) * (size_t)cin * cout * k);
@@ -543,7 +545,6 @@ qtts_status codec_decoder_load_cached(codec_decoder **out, const char *dir, int 
  * huge-page arena, the prepared-weights cache's mapping) its whole pages
  * dropped with MADV_DONTNEED. */
 static void release_pack(codec_decoder *d, codec_block *bl) {
-    const size_t n = sizeof(float) * ((size_t)bl->cin * bl->cout * 2 * bl->rate + (size_t)bl->rate * bl->cout);
     for (int i = 0; i < d->n_owned; i++)
         if (d->owned[i] == bl->tconv_wc) {
             free(d->owned[i]);
@@ -551,12 +552,7 @@ static void release_pack(codec_decoder *d, codec_block *bl) {
             bl->tconv_wc = NULL;
             return;
         }
-    const long pg = sysconf(_SC_PAGESIZE);
-    if (pg > 0) {
-        const uintptr_t b = ((uintptr_t)bl->tconv_wc + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-        const uintptr_t end = ((uintptr_t)bl->tconv_wc + n) & ~((uintptr_t)pg - 1);
-        if (end > b) madvise((void *)b, end - b, MADV_DONTNEED);
-    }
+    pages_drop(bl->tconv_wc, sizeof(float) * tconv_pack_floats(bl->cin, bl->cout, 2 * bl->rate, bl->rate));
     bl->tconv_wc = NULL;
 }
 

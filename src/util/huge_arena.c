@@ -1,10 +1,11 @@
-/* Bump allocator over one MADV_HUGEPAGE mapping, and single huge-page buffers (see huge_arena.h). */
+/* Bump allocator over one MADV_HUGEPAGE mapping, single huge-page buffers, and page advice (see huge_arena.h). */
 #include "util/huge_arena.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int huge_arena_reserve(huge_arena *a, size_t cap) {
     memset(a, 0, sizeof *a);
@@ -78,4 +79,12 @@ void huge_advise(const void *p, size_t n) {
 #else
     (void)p, (void)n;
 #endif
+}
+
+void pages_drop(const void *p, size_t n) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !p || !n) return;
+    const uintptr_t b = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    const uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
+    if (e > b) (void)madvise((void *)b, e - b, MADV_DONTNEED);
 }

@@ -65,4 +65,9 @@ void *huge_buf_alloc(size_t n);
  * A refusal (THP off) changes nothing. */
 void huge_advise(const void *p, size_t n);
 
+/* Gives back the whole pages inside the n bytes at p (MADV_DONTNEED; the
+ * partial pages at either end are kept): an anonymous page reads as zeros
+ * afterwards, a file page as the file again. For memory nothing will read. */
+void pages_drop(const void *p, size_t n);
+
 #endif

@@ -175,13 +175,14 @@ static int run(qtts_model *m, scenario sc, run_out *o) {
 
 /* prefill_budget: the engine is held in a task while three jobs are queued,
  * so they all wait at one frame boundary; the stepped hook records the batch
- * size of each step. */
+ * size of each step. cancelled_while_queued holds it the same way. */
 typedef struct budget_run {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int release, in_task;
     int sizes[64], n_sizes;
     sched *s;
+    pthread_t th; /* the thread whose task holds the engine */
 } budget_run;
 
 static void on_stepped(void *arg, int n) {
@@ -204,6 +205,25 @@ static void *task_thread(void *arg) {
     return NULL;
 }
 
+/* Holds b->s's engine in hold_task, run from a thread of its own; returns
+ * once the engine is in it (0), or -1 when the thread could not start. */
+static int hold_engine(budget_run *b) {
+    if (pthread_create(&b->th, NULL, task_thread, b)) return -1;
+    pthread_mutex_lock(&b->mu);
+    while (!b->in_task) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+/* Lets hold_engine's task return and joins its thread. */
+static void release_engine(budget_run *b) {
+    pthread_mutex_lock(&b->mu);
+    b->release = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->th, NULL);
+}
+
 /* Runs three 3-frame jobs (B's text and speaker, seeds 6, 7, 8) queued at
  * one boundary; sizes of the first three steps into sizes[], samples into
  * pcm[]. Returns 0 when all three ended well. */
@@ -218,37 +238,18 @@ static int run_budget(qtts_model *m, int budget_ms, int sizes[3], float *pcm[3],
     char err[256];
     int rc = -1;
     job *jobs[3] = {NULL, NULL, NULL};
-    pthread_t th;
-    int have_th = 0;
-    if (!mx || sched_new(&b.s, m, &p, mx, err, sizeof err)) goto out;
-    have_th = pthread_create(&th, NULL, task_thread, &b) == 0;
-    if (!have_th) goto out;
-    pthread_mutex_lock(&b.mu);
-    while (!b.in_task) pthread_cond_wait(&b.cv, &b.mu);
-    pthread_mutex_unlock(&b.mu);
-    rc = 0;
-    for (int i = 0; i < 3; i++) {
-        jobs[i] = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6 + (unsigned)i);
-        if (!jobs[i] || sched_submit(b.s, jobs[i])) rc = -1;
-    }
-    pthread_mutex_lock(&b.mu);
-    b.release = 1;
-    pthread_cond_broadcast(&b.cv);
-    pthread_mutex_unlock(&b.mu);
-    pthread_join(th, NULL);
-    have_th = 0;
-    for (int i = 0; i < 3; i++) {
-        qtts_status st = QTTS_ERR_INVALID_ARG;
-        pcm[i] = jobs[i] && !rc ? drain_job(jobs[i], &n[i], &st) : NULL;
-        if (st != QTTS_OK) rc = -1;
-    }
-out:
-    if (have_th) { /* sched_new failed after the thread: cannot happen */
-        pthread_mutex_lock(&b.mu);
-        b.release = 1;
-        pthread_cond_broadcast(&b.cv);
-        pthread_mutex_unlock(&b.mu);
-        pthread_join(th, NULL);
+    if (mx && !sched_new(&b.s, m, &p, mx, err, sizeof err) && !hold_engine(&b)) {
+        rc = 0;
+        for (int i = 0; i < 3; i++) {
+            jobs[i] = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6 + (unsigned)i);
+            if (!jobs[i] || sched_submit(b.s, jobs[i])) rc = -1;
+        }
+        release_engine(&b);
+        for (int i = 0; i < 3; i++) {
+            qtts_status st = QTTS_ERR_INVALID_ARG;
+            pcm[i] = jobs[i] && !rc ? drain_job(jobs[i], &n[i], &st) : NULL;
+            if (st != QTTS_OK) rc = -1;
+        }
     }
     sched_free(b.s); /* joins the engine: its hook calls are done */
     for (int i = 0; i < 3; i++) sizes[i] = i < b.n_sizes ? b.sizes[i] : -1;
@@ -259,10 +260,18 @@ out:
     return rc;
 }
 
+static double gauge(metrics *mx, const char *name) {
+    char *t = metrics_render(mx);
+    const double v = t ? metrics_value(t, name) : -1;
+    free(t);
+    return v;
+}
+
 /* cancelled_while_queued: the engine is held in a task while job X is
  * queued and cancelled (its client left); released, the engine takes X from
  * the queue and ends it without a slot. The gauges must say so: queue depth
- * 0 and no active slot once X has ended (they were left at queue 1). */
+ * 0 and no active slot once X has ended (a gauge not updated on that path
+ * reads queue 1). */
 static void cancelled_while_queued(qtts_model *m) {
     metrics *mx = metrics_new();
     budget_run b;
@@ -271,32 +280,20 @@ static void cancelled_while_queued(qtts_model *m) {
     pthread_cond_init(&b.cv, NULL);
     sched_params p = {.n_slots = 1, .queue_depth = 2, .decode_threads = 1};
     char err[256] = "";
-    pthread_t th;
     job *x = make_job(m, "Then a short one.", "vivian", B_FRAMES, 6);
     double queued = -1, depth = -1, active = -1;
     qtts_status st = QTTS_OK;
     size_t n = 0;
     float *pcm = NULL;
-    int ok = mx && x && !sched_new(&b.s, m, &p, mx, err, sizeof err) && !pthread_create(&th, NULL, task_thread, &b);
+    int ok = mx && x && !sched_new(&b.s, m, &p, mx, err, sizeof err) && !hold_engine(&b);
     if (ok) {
-        pthread_mutex_lock(&b.mu);
-        while (!b.in_task) pthread_cond_wait(&b.cv, &b.mu);
-        pthread_mutex_unlock(&b.mu);
         ok = !sched_submit(b.s, x);
-        char *t = metrics_render(mx);
-        queued = t ? metrics_value(t, "qtts_queue_depth") : -1;
-        free(t);
+        queued = gauge(mx, "qtts_queue_depth");
         job_cancel(x);
-        pthread_mutex_lock(&b.mu);
-        b.release = 1;
-        pthread_cond_broadcast(&b.cv);
-        pthread_mutex_unlock(&b.mu);
-        pthread_join(th, NULL);
+        release_engine(&b);
         if (ok) pcm = drain_job(x, &n, &st);
-        t = metrics_render(mx);
-        depth = t ? metrics_value(t, "qtts_queue_depth") : -1;
-        active = t ? metrics_value(t, "qtts_active_slots") : -1;
-        free(t);
+        depth = gauge(mx, "qtts_queue_depth");
+        active = gauge(mx, "qtts_active_slots");
     }
     test_report("sched/cancelled_while_queued_gauges", ok && queued == 1 && st == QTTS_ERR_CANCELLED && n == 0 &&
                                                            depth == 0 && active == 0,
