@@ -30,9 +30,10 @@ static float bf16_f(uint16_t h) {
 int conv_bf16_w_make(conv_bf16_w *w, const float *wf, const float *bias, int cout, int cin, int k) {
     memset(w, 0, sizeof *w);
     const int cin2 = (cin + 1) & ~1;
-    w->w = aligned_alloc(64, ALIGN64(sizeof(uint16_t) * (size_t)cout * k * cin2));
+    const size_t nw = ALIGN64(sizeof(uint16_t) * (size_t)cout * k * cin2);
+    w->w = aligned_alloc(64, nw + (bias ? ALIGN64(sizeof(float) * (size_t)cout) : 0));
     if (!w->w) return 0;
-    w->bias = bias;
+    if (bias) w->bias = memcpy((char *)w->w + nw, bias, sizeof(float) * (size_t)cout);
     w->cout = cout, w->cin = cin, w->cin2 = cin2, w->k = k;
     for (int o = 0; o < cout; o++)
         for (int tap = 0; tap < k; tap++) {

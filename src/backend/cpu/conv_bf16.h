@@ -21,8 +21,9 @@
 
 /* A conv1d's weights in bf16 (made once at load). */
 typedef struct conv_bf16_w {
-    uint16_t *w;       /* [cout][k][cin2]: bf16 of w, input channels padded with 0 to cin2 (owned, 64-byte aligned) */
-    const float *bias; /* [cout] borrowed, or NULL */
+    uint16_t *w;       /* [cout][k][cin2]: bf16 of w, input channels padded with 0 to cin2; then bias (owned,
+                          one 64-byte aligned buffer) */
+    const float *bias; /* [cout] a copy (in w's buffer: the source may go), or NULL */
     int cout, cin, cin2, k;
 } conv_bf16_w;
 

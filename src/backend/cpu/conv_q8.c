@@ -22,14 +22,14 @@ int conv_q8_w_make(conv_q8_w *w, const float *wf, const float *bias, int cout, i
     memset(w, 0, sizeof *w);
     const int cin4 = (cin + 3) & ~3;
     const size_t nq = ALIGN64((size_t)cout * k * cin4), ns = ALIGN64(sizeof(float) * (size_t)cout * k),
-                 nw = ALIGN64(sizeof(int32_t) * (size_t)cout * k);
-    char *buf = aligned_alloc(64, nq + ns + nw);
+                 nw = ALIGN64(sizeof(int32_t) * (size_t)cout * k), nb = bias ? ALIGN64(sizeof(float) * (size_t)cout) : 0;
+    char *buf = aligned_alloc(64, nq + ns + nw + nb);
     if (!buf) return 0;
     w->owned = buf;
     w->q = (int8_t *)buf;
     w->sw = (float *)(buf + nq);
     w->wsum = (int32_t *)(buf + nq + ns);
-    w->bias = bias;
+    if (bias) w->bias = memcpy(buf + nq + ns + nw, bias, sizeof(float) * (size_t)cout);
     w->cout = cout, w->cin = cin, w->cin4 = cin4, w->k = k;
     for (int o = 0; o < cout; o++) {
         const float *wo = wf + (size_t)o * cin * k;

@@ -24,9 +24,9 @@ typedef struct conv_q8_w {
     int8_t *q;         /* [cout][k][cin4]: rint(w / sw), input channels padded with 0 to cin4 */
     float *sw;         /* [cout][k] max over input channels of |w[o][.][tap]| / 127 */
     int32_t *wsum;     /* [cout][k] 128 * sum over input channels of q */
-    const float *bias; /* [cout] borrowed, or NULL */
+    const float *bias; /* [cout] a copy (in owned: the source may go), or NULL */
     int cout, cin, cin4, k;
-    void *owned;       /* one 64-byte aligned buffer holding q, sw and wsum */
+    void *owned;       /* one 64-byte aligned buffer holding q, sw, wsum and bias */
 } conv_q8_w;
 
 /* Quantise wf [cout][cin][k] (PyTorch Conv1d layout). 1: done, 0: out of memory. */
