@@ -80,11 +80,13 @@ typedef enum qtts_codec_weights {
     QTTS_CODEC_F32 = 0,  /* f32: matches the official decoder within 1e-4 */
     QTTS_CODEC_BF16 = 1, /* bf16 weights and convolution inputs, f32 sums, for the stages
                             docs/MODEL.md lists (the rest stays f32) */
-    QTTS_CODEC_Q8 = 2    /* int8: per-output-channel weight scales, per-step activation scales,
+    QTTS_CODEC_Q8 = 2,   /* int8: per-output-channel weight scales, per-step activation scales,
                             for the stages docs/MODEL.md lists (the rest stays f32) */
+    QTTS_CODEC_Q8BF16 = 3 /* q8's int8 stages, and every other vocoder conv in bf16 (none f32):
+                             the fastest where the CPU has a bf16 dot product (AVX512-BF16) */
 } qtts_codec_weights;
 
-/* "f32" / "bf16" / "q8" -> format; -1 if unknown. */
+/* "f32" / "bf16" / "q8" / "q8bf16" -> format; -1 if unknown. */
 int qtts_codec_weights_from_name(const char *name);
 const char *qtts_codec_weights_name(qtts_codec_weights w);
 

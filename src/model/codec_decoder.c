@@ -586,54 +586,74 @@ static void drop_q8(codec_decoder *d) {
     d->q8 = 0;
 }
 
-/* One conv's int8 or bf16 form. */
-static int make_form(int fmt, conv_q8_w *q, conv_bf16_w *h, const float *w, const float *b, int cout, int cin, int k) {
-    return fmt == QTTS_CODEC_Q8 ? conv_q8_w_make(q, w, b, cout, cin, k) : conv_bf16_w_make(h, w, b, cout, cin, k);
+/* One conv's int8 form when it is in q8 (a mask bit), else its bf16 form
+ * when in h; 0 when out of memory. */
+static int make_form(unsigned bit, unsigned q8, unsigned h, conv_q8_w *q, conv_bf16_w *hw, const float *w,
+                     const float *b, int cout, int cin, int k) {
+    if (q8 & bit) return conv_q8_w_make(q, w, b, cout, cin, k);
+    if (h & bit) return conv_bf16_w_make(hw, w, b, cout, cin, k);
+    return 1;
 }
 
-qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e) {
+int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts) {
+    const unsigned q = fmt == QTTS_CODEC_Q8 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_Q8_DEFAULT : 0;
+    const unsigned h = fmt == QTTS_CODEC_BF16 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_BF16_DEFAULT : 0;
+    if (fmt != QTTS_CODEC_F32 && !q && !h) return -1;
+    *q8_parts = q;
+    *bf16_parts = h;
+    return 0;
+}
+
+/* A mask from the environment variable name in place of a nonzero one. */
+static unsigned env_parts(const char *name, unsigned parts) {
+    const char *pe = getenv(name);
+    return parts && pe && *pe ? (unsigned)strtoul(pe, NULL, 0) : parts;
+}
+
+qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned bf16_parts, qtts_error *e) {
     qtts_status st = restore_packs(d, e);
     if (st != QTTS_OK) return st;
     drop_q8(d);
-    if (fmt == QTTS_CODEC_F32) return QTTS_OK;
-    if (fmt != QTTS_CODEC_Q8 && fmt != QTTS_CODEC_BF16)
-        return err_set(e, QTTS_ERR_UNSUPPORTED, "codec decoder format %d is not implemented (f32, bf16 or q8)", fmt);
-    const char *pe = getenv(fmt == QTTS_CODEC_Q8 ? "QTTS_CODEC_Q8_PARTS" : "QTTS_CODEC_BF16_PARTS");
-    if (pe && *pe) parts = (unsigned)strtoul(pe, NULL, 0);
+    const unsigned all = CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2;
+    unsigned q8 = env_parts("QTTS_CODEC_Q8_PARTS", q8_parts), h = env_parts("QTTS_CODEC_BF16_PARTS", bf16_parts);
+    /* a conv takes a mask's bits only when it is wide enough for that mask */
     const codec_config *c = &d->cfg;
-    const int min_cin = parts & CODEC_Q8_ANY_WIDTH ? 1 : CODEC_Q8_MIN_CIN;
-    int ok = 1, any = 0;
-    if ((parts & CODEC_Q8_DEC0) && c->latent >= min_cin) {
-        ok &= make_form(fmt, &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent, CODEC_CONV_K);
-        any = 1;
-    }
+    int ok = 1, any;
+    const unsigned q8n = q8 & CODEC_Q8_ANY_WIDTH ? q8 & all : 0, hn = h & CODEC_Q8_ANY_WIDTH ? h & all : 0;
+    const unsigned q8w = q8 & all, hw = h & all; /* for convs of CODEC_Q8_MIN_CIN inputs or more */
+#define MASKS(cin) ((cin) >= CODEC_Q8_MIN_CIN ? q8w : q8n), ((cin) >= CODEC_Q8_MIN_CIN ? hw : hn)
+    ok &= make_form(CODEC_Q8_DEC0, MASKS(c->latent), &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim,
+                    c->latent, CODEC_CONV_K);
     for (int b = 0; b < c->n_blocks && ok; b++) {
         codec_block *bl = &d->blocks[b];
         const int r2 = bl->rate * bl->cout;
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
-        if ((parts & CODEC_Q8_TCONV) && bl->tconv_wc && bl->cin >= min_cin) {
-            ok &= make_form(fmt, &bl->tconv_q, &bl->tconv_h, bl->tconv_wc, bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2,
-                            bl->cin, 2);
-            if (ok) release_pack(d, bl); /* here, not at the end: the load's peak holds one pack's two forms at most */
-            any = 1;
+        if (bl->tconv_wc) {
+            ok &= make_form(CODEC_Q8_TCONV, MASKS(bl->cin), &bl->tconv_q, &bl->tconv_h, bl->tconv_wc,
+                            bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
+            /* here, not at the end: the load's peak holds one pack's two forms at most */
+            if (ok && (bl->tconv_q.q || bl->tconv_h.w)) release_pack(d, bl);
         }
-        if (bl->cout < min_cin) continue;
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
-            if (parts & CODEC_Q8_CONV1)
-                ok &= make_form(fmt, &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b, bl->cout, bl->cout,
-                                CODEC_CONV_K),
-                    any = 1;
-            if (parts & CODEC_Q8_CONV2)
-                ok &= make_form(fmt, &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b, bl->cout, bl->cout, 1),
-                    any = 1;
+            ok &= make_form(CODEC_Q8_CONV1, MASKS(bl->cout), &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b,
+                            bl->cout, bl->cout, CODEC_CONV_K);
+            ok &= make_form(CODEC_Q8_CONV2, MASKS(bl->cout), &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b,
+                            bl->cout, bl->cout, 1);
         }
+    }
+#undef MASKS
+    any = d->dec0_q.q || d->dec0_h.w;
+    for (int b = 0; b < c->n_blocks; b++) {
+        const codec_block *bl = &d->blocks[b];
+        any |= bl->tconv_q.q || bl->tconv_h.w;
+        for (int r = 0; r < CODEC_N_RES; r++)
+            any |= bl->ru[r].conv1_q.q || bl->ru[r].conv1_h.w || bl->ru[r].conv2_q.q || bl->ru[r].conv2_h.w;
     }
     if (!ok) {
         drop_q8(d);
         (void)restore_packs(d, e); /* out of memory either way */
-        return err_set(e, QTTS_ERR_NOMEM, "out of memory: %s codec decoder weights",
-                       fmt == QTTS_CODEC_Q8 ? "int8" : "bf16");
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8 or bf16 codec decoder weights");
     }
     d->q8 = any;
     return QTTS_OK;
@@ -664,11 +684,12 @@ int qtts_codec_weights_from_name(const char *name) {
     if (!strcasecmp(name, "f32")) return QTTS_CODEC_F32;
     if (!strcasecmp(name, "bf16")) return QTTS_CODEC_BF16;
     if (!strcasecmp(name, "q8")) return QTTS_CODEC_Q8;
+    if (!strcasecmp(name, "q8bf16")) return QTTS_CODEC_Q8BF16;
     return -1;
 }
 
 const char *qtts_codec_weights_name(qtts_codec_weights w) {
-    return w == QTTS_CODEC_BF16 ? "bf16" : w == QTTS_CODEC_Q8 ? "q8" : "f32";
+    return w == QTTS_CODEC_BF16 ? "bf16" : w == QTTS_CODEC_Q8 ? "q8" : w == QTTS_CODEC_Q8BF16 ? "q8bf16" : "f32";
 }
 
 int codec_decoder_samples_per_frame(const codec_decoder *d) { return d->cfg.samples_per_frame; }

@@ -62,10 +62,15 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
  * every case (docs/BENCH.md "Codec decoder formats"); the environment
  * variable QTTS_CODEC_BF16_PARTS replaces it, for measuring. */
 #define CODEC_BF16_DEFAULT (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2 | CODEC_Q8_ANY_WIDTH)
-/* Make the int8 (fmt QTTS_CODEC_Q8) or bf16 (QTTS_CODEC_BF16) forms of the
- * convs in parts, or drop them (QTTS_CODEC_F32); before any stream is made.
- * Another fmt: QTTS_ERR_UNSUPPORTED. */
-qtts_status codec_decoder_set_format(codec_decoder *d, int fmt, unsigned parts, qtts_error *e);
+/* The convs (masks as above) a public format puts in int8 and in bf16:
+ * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT; q8bf16 both (int8
+ * first: a conv in both masks is int8). -1 for an unknown format. */
+int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts);
+/* Make the int8 forms of the convs in q8_parts and the bf16 forms of those
+ * in bf16_parts without an int8 form; drop every other form (both 0: all
+ * f32); before any stream is made. QTTS_CODEC_Q8_PARTS / QTTS_CODEC_BF16_PARTS
+ * in the environment replace a nonzero mask. */
+qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned bf16_parts, qtts_error *e);
 
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
 int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */

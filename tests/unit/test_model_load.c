@@ -287,6 +287,11 @@ static void test_broken_folders(void) {
     st = qtts_model_load(&m, dir, &p, err, sizeof err);
     CHECK("load_zero_threads", st == QTTS_ERR_INVALID_ARG && m == NULL && strstr(err, "n_threads"), "status %d: %s",
           (int)st, err);
+    p = no_codec_params();
+    p.codec_weights = (qtts_codec_weights)7;
+    st = qtts_model_load(&m, dir, &p, err, sizeof err);
+    CHECK("load_unknown_codec_weights", st == QTTS_ERR_INVALID_ARG && m == NULL && strstr(err, "codec_weights"),
+          "status %d: %s", (int)st, err);
     /* a tiny errbuf is filled and terminated, never overrun; NULL errbuf is fine */
     char small[24];
     memset(small, 'z', sizeof small);

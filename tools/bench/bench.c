@@ -174,7 +174,8 @@ void bench_help(FILE *f) {
             "      --backend cpu|vulkan  where the LM and codec decoder run (default: cpu, or $QTTS_BACKEND); on a\n"
             "                          GPU backend the reports add the GPU time per phase and device memory\n"
             "      --device N          the backend's device index (default 0, or $QTTS_DEVICE)\n"
-            "      --codec-weights LIST  the codec decoder's format(s), crossed with -w: f32 (default), bf16, q8\n"
+            "      --codec-weights LIST  the codec decoder's format(s), crossed with -w: f32 (default), bf16, q8,\n"
+            "                          q8bf16\n"
             "  Output:\n"
             "  -o md|json|csv|none     format on standard output (default md)\n"
             "      --json F, --csv F, --md F   also write these files; --plot F.svg  RTF and phase plot\n"
@@ -278,7 +279,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o, int suite) {
             o->n_codec_weights = split_list(v, o->codec_weights, BENCH_MAX_LIST);
             for (int k = 0; k < o->n_codec_weights; k++)
                 if (qtts_codec_weights_from_name(o->codec_weights[k]) < 0) {
-                    fprintf(stderr, "qtts-bench: --codec-weights takes f32, bf16, q8 (got '%s')\n", o->codec_weights[k]);
+                    fprintf(stderr, "qtts-bench: --codec-weights takes f32, bf16, q8, q8bf16 (got '%s')\n", o->codec_weights[k]);
                     return -1;
                 }
         }

@@ -320,7 +320,7 @@ typedef struct bench_record {
     int64_t talker_bytes, predictor_bytes, codec_bytes, n_params;
     int64_t weights_in_use;   /* qtts_model_info.weight_bytes_in_use (0 = unknown) */
     char weights[16];         /* weight format name asked for */
-    char codec_weights[8];    /* the codec decoder's format (f32, bf16, q8; "" in older reports = f32) */
+    char codec_weights[8];    /* the codec decoder's format (f32, bf16, q8, q8bf16; "" in older reports = f32) */
     int n_threads, first_chunk, chunk;
     char mode[16];            /* text mode name */
     char decode[16];          /* decode placement: inline, worker, none ("" in older reports) */

@@ -121,7 +121,7 @@ int cli_parse(int argc, char **argv, int first, cli_opts *o) {
         else if (!strcmp(a, "--codec-weights")) {
             NEED();
             if ((o->codec_weights = qtts_codec_weights_from_name(v)) < 0) {
-                fprintf(stderr, "qtts: --codec-weights must be f32, bf16 or q8, got \"%s\"\n", v);
+                fprintf(stderr, "qtts: --codec-weights must be f32, bf16, q8 or q8bf16, got \"%s\"\n", v);
                 return EXIT_USAGE;
             }
         }

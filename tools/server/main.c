@@ -24,7 +24,8 @@ static void usage(void) {
         "  --threads N                compute threads (default: all CPUs)\n"
         "  --weights native|q8|q4     talker and code-predictor matrices in memory: as stored (BF16), int8 or\n"
         "                             int4 blocks quantised at load (default native)\n"
-        "  --codec-weights F          the codec decoder's vocoder convolutions: f32 (default), bf16 or q8 (int8)\n"
+        "  --codec-weights F          the codec decoder's vocoder convolutions: f32 (default), bf16, q8 (int8)\n"
+        "                             or q8bf16 (q8's int8 convs, the rest bf16)\n"
         "  --backend cpu|vulkan       where the language model and the codec decoder run (default: cpu, or\n"
         "                             $QTTS_BACKEND); the voice-cloning encoders run on the CPU either way\n"
         "  --device N                 the backend's device index (default 0, or $QTTS_DEVICE)\n"
@@ -224,7 +225,7 @@ int main(int argc, char **argv) {
     }
     const int cw = qtts_codec_weights_from_name(codec_weights);
     if (cw < 0) {
-        fprintf(stderr, "qtts-server: --codec-weights must be f32, bf16 or q8 (got '%s')\n", codec_weights);
+        fprintf(stderr, "qtts-server: --codec-weights must be f32, bf16, q8 or q8bf16 (got '%s')\n", codec_weights);
         return 2;
     }
     mp.codec_weights = (qtts_codec_weights)cw;
