@@ -586,12 +586,20 @@ static void drop_q8(codec_decoder *d) {
     d->q8 = 0;
 }
 
-/* One conv's int8 form when it is in q8 (a mask bit), else its bf16 form
- * when in h; 0 when out of memory. */
+/* The part of mask m that applies to a conv of cin input channels: all of
+ * it from CODEC_Q8_MIN_CIN up, below that only with CODEC_Q8_ANY_WIDTH. */
+static unsigned width_mask(unsigned m, int cin) { return cin >= CODEC_Q8_MIN_CIN || (m & CODEC_Q8_ANY_WIDTH) ? m : 0; }
+
+/* One conv of cin inputs: its int8 form when bit is in q8 (at that width),
+ * else its bf16 form when in h; *made set when it made one. 0 when out of
+ * memory. */
 static int make_form(unsigned bit, unsigned q8, unsigned h, conv_q8_w *q, conv_bf16_w *hw, const float *w,
-                     const float *b, int cout, int cin, int k) {
-    if (q8 & bit) return conv_q8_w_make(q, w, b, cout, cin, k);
-    if (h & bit) return conv_bf16_w_make(hw, w, b, cout, cin, k);
+                     const float *b, int cout, int cin, int k, int *made) {
+    q8 = width_mask(q8, cin) & bit;
+    h = width_mask(h, cin) & bit;
+    *made |= (q8 | h) != 0;
+    if (q8) return conv_q8_w_make(q, w, b, cout, cin, k);
+    if (h) return conv_bf16_w_make(hw, w, b, cout, cin, k);
     return 1;
 }
 
@@ -614,41 +622,30 @@ qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigne
     qtts_status st = restore_packs(d, e);
     if (st != QTTS_OK) return st;
     drop_q8(d);
-    const unsigned all = CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2;
-    unsigned q8 = env_parts("QTTS_CODEC_Q8_PARTS", q8_parts), h = env_parts("QTTS_CODEC_BF16_PARTS", bf16_parts);
-    /* a conv takes a mask's bits only when it is wide enough for that mask */
+    const unsigned q8 = env_parts("QTTS_CODEC_Q8_PARTS", q8_parts), h = env_parts("QTTS_CODEC_BF16_PARTS", bf16_parts);
     const codec_config *c = &d->cfg;
-    int ok = 1, any;
-    const unsigned q8n = q8 & CODEC_Q8_ANY_WIDTH ? q8 & all : 0, hn = h & CODEC_Q8_ANY_WIDTH ? h & all : 0;
-    const unsigned q8w = q8 & all, hw = h & all; /* for convs of CODEC_Q8_MIN_CIN inputs or more */
-#define MASKS(cin) ((cin) >= CODEC_Q8_MIN_CIN ? q8w : q8n), ((cin) >= CODEC_Q8_MIN_CIN ? hw : hn)
-    ok &= make_form(CODEC_Q8_DEC0, MASKS(c->latent), &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim,
-                    c->latent, CODEC_CONV_K);
+    int ok = 1, any = 0;
+    ok &= make_form(CODEC_Q8_DEC0, q8, h, &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent,
+                    CODEC_CONV_K, &any);
     for (int b = 0; b < c->n_blocks && ok; b++) {
         codec_block *bl = &d->blocks[b];
         const int r2 = bl->rate * bl->cout;
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
         if (bl->tconv_wc) {
-            ok &= make_form(CODEC_Q8_TCONV, MASKS(bl->cin), &bl->tconv_q, &bl->tconv_h, bl->tconv_wc,
-                            bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2);
+            int made = 0;
+            ok &= make_form(CODEC_Q8_TCONV, q8, h, &bl->tconv_q, &bl->tconv_h, bl->tconv_wc,
+                            bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2, &made);
             /* here, not at the end: the load's peak holds one pack's two forms at most */
-            if (ok && (bl->tconv_q.q || bl->tconv_h.w)) release_pack(d, bl);
+            if (ok && made) release_pack(d, bl);
+            any |= made;
         }
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
-            ok &= make_form(CODEC_Q8_CONV1, MASKS(bl->cout), &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b,
-                            bl->cout, bl->cout, CODEC_CONV_K);
-            ok &= make_form(CODEC_Q8_CONV2, MASKS(bl->cout), &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b,
-                            bl->cout, bl->cout, 1);
+            ok &= make_form(CODEC_Q8_CONV1, q8, h, &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b, bl->cout,
+                            bl->cout, CODEC_CONV_K, &any);
+            ok &= make_form(CODEC_Q8_CONV2, q8, h, &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b, bl->cout,
+                            bl->cout, 1, &any);
         }
-    }
-#undef MASKS
-    any = d->dec0_q.q || d->dec0_h.w;
-    for (int b = 0; b < c->n_blocks; b++) {
-        const codec_block *bl = &d->blocks[b];
-        any |= bl->tconv_q.q || bl->tconv_h.w;
-        for (int r = 0; r < CODEC_N_RES; r++)
-            any |= bl->ru[r].conv1_q.q || bl->ru[r].conv1_h.w || bl->ru[r].conv2_q.q || bl->ru[r].conv2_h.w;
     }
     if (!ok) {
         drop_q8(d);

@@ -31,17 +31,17 @@ const char *bw_method_name(bw_method m) {
     return m >= 0 && m < BW_N_METHODS ? loads[m] : "unknown";
 }
 
-int bw_parse_method(const char *s, bw_method *m) {
-    if (strcmp(s, "auto") == 0) {
-        *m = bw_method_best();
-        return 0;
-    }
+int isa_method_index(const char *s) {
     for (int i = 0; i < BW_N_METHODS; i++)
-        if (strcmp(s, method_names[i]) == 0) {
-            *m = (bw_method)i;
-            return 0;
-        }
+        if (strcmp(s, method_names[i]) == 0) return i;
     return -1;
+}
+
+int bw_parse_method(const char *s, bw_method *m) {
+    const int i = strcmp(s, "auto") == 0 ? (int)bw_method_best() : isa_method_index(s);
+    if (i < 0) return -1;
+    *m = (bw_method)i;
+    return 0;
 }
 
 int bw_method_supported(bw_method m) {

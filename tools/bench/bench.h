@@ -147,6 +147,8 @@ int bw_method_supported(bw_method m);    /* 1 if this build and CPU can run the 
 const char *bw_method_name(bw_method m); /* "scalar loads", "avx2 loads", "avx512 loads" */
 /* "auto" (= bw_method_best), "scalar", "avx2", "avx512". Returns 0 or -1. */
 int bw_parse_method(const char *s, bw_method *m);
+/* "scalar", "avx2", "avx512" -> 0, 1, 2 (the order of bw_method and peak_method); -1 otherwise */
+int isa_method_index(const char *s);
 /* XOR of the n words at p through the loop of method m (scalar when m is not
  * supported): every loop gives the same value. */
 uint64_t bw_read_xor(bw_method m, const uint64_t *p, size_t n);

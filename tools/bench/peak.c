@@ -240,18 +240,19 @@ double measure_peak(peak_kind k, peak_method m, int n_threads, int reps) {
     return best;
 }
 
+_Static_assert((int)PK_SCALAR == (int)BW_SCALAR && (int)PK_AVX2 == (int)BW_AVX2 && (int)PK_AVX512 == (int)BW_AVX512 &&
+                   (int)PK_N_METHODS == (int)BW_N_METHODS,
+               "isa_method_index numbers peak_method as bw_method");
+
 int peak_parse_method(const char *s, int *m) {
-    static const char *const names[PK_N_METHODS] = {"scalar", "avx2", "avx512"};
     if (strcmp(s, "auto") == 0) {
         *m = -1;
         return 0;
     }
-    for (int i = 0; i < PK_N_METHODS; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *m = i;
-            return 0;
-        }
-    return -1;
+    const int i = isa_method_index(s);
+    if (i < 0) return -1;
+    *m = i;
+    return 0;
 }
 
 void measure_peaks(int n_threads, int reps, peak_result *out) { measure_peaks_with(n_threads, reps, -1, out); }
