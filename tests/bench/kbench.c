@@ -11,7 +11,9 @@
  *  - a talker-like decode step: 28 layers x 7 matmuls at n = 1;
  *  - thread-pool dispatch overhead per call (empty job) and per small matmul;
  *  - conv1d K 7 / K 1 and an f32 GEMM in GMAC/s (codec decoder shapes), and
- *    the K 7 conv in the codec formats bf16 and q8 (conv_bf16.h, conv_q8.h).
+ *    the K 7 conv in the codec formats bf16 and q8 (conv_bf16.h, conv_q8.h);
+ *  - the codec decoder's residual-unit convs in int8 and bf16 at the shapes
+ *    of a 4-frame chunk, one thread.
  * Method: one warm-up pass, then REPS measured passes; median (min, max). */
 #include <immintrin.h>
 #include <math.h>
@@ -368,6 +370,49 @@ static void bench_conv(int threads) {
     conv_q8_w_free(&wq);
 }
 
+/* The codec decoder's residual-unit convs in its int8 and bf16 formats at the
+ * shapes of a 4-frame chunk of the 12 Hz decoder (per block: channels x
+ * steps), one thread, each with its input packing, dilations 1, 3, 9 (K 7)
+ * and K 1: where the decoder's conv time goes against the instruction peaks. */
+static void bench_codec_shapes(void) {
+    static const int Cs[4] = {768, 384, 192, 96}, Ts[4] = {128, 640, 2560, 7680};
+    ops_ctx ctx;
+    ops_init(&ctx, 1, 0);
+    printf("\ncodec residual-unit convs, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n", ctx.k->name, REPS);
+    for (int sh = 0; sh < 4; sh++)
+        for (int K = 7; K >= 1; K -= 6)
+            for (int dil = 1; dil <= (K == 7 ? 9 : 1); dil *= 3) {
+                const int C = Cs[sh], T = Ts[sh], H = dil * (K - 1);
+                float *x = malloc(sizeof(float) * C * (T + H)), *w = malloc(sizeof(float) * C * C * K);
+                float *b = malloc(sizeof(float) * C), *y = malloc(sizeof(float) * C * T);
+                for (size_t i = 0; i < (size_t)C * (T + H); i++) x[i] = rnd();
+                for (size_t i = 0; i < (size_t)C * C * K; i++) w[i] = rnd() * 0.05f;
+                for (int i = 0; i < C; i++) b[i] = rnd();
+                conv_bf16_w wh;
+                conv_q8_w wq;
+                if (!conv_bf16_w_make(&wh, w, b, C, C, K) || !conv_q8_w_make(&wq, w, b, C, C, K)) return;
+                const size_t sb = ops_conv_bf16_scratch_bytes(C, T + H), sq = ops_conv_q8_scratch_bytes(C, T + H);
+                void *scr = aligned_alloc(64, ((sb > sq ? sb : sq) + 63) / 64 * 64);
+                const double macs = (double)C * C * K * T;
+                double vq[REPS], vh[REPS];
+                for (int r = 0; r < REPS; r++) {
+                    double t0 = now_s();
+                    ops_conv1d_q8_ctx(&ctx, x, C, T + H, T + H, &wq, dil, y, T, scr);
+                    vq[r] = macs / (now_s() - t0) / 1e9;
+                    t0 = now_s();
+                    ops_conv1d_bf16_ctx(&ctx, x, C, T + H, T + H, &wh, dil, y, T, scr);
+                    vh[r] = macs / (now_s() - t0) / 1e9;
+                }
+                const stat3 q = stats(vq, REPS), h = stats(vh, REPS);
+                printf("  C %3d T %4d K %d d %d (%5.1f M MAC): int8 %6.1f (%.3f ms)   bf16 %6.1f (%.3f ms)\n", C, T, K,
+                       dil, macs / 1e6, q.med, macs / q.med / 1e6, h.med, macs / h.med / 1e6);
+                free(x), free(w), free(b), free(y), free(scr);
+                conv_bf16_w_free(&wh);
+                conv_q8_w_free(&wq);
+            }
+    ops_free(&ctx);
+}
+
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 2;
     const ops_cpu *c = ops_cpu_features();
@@ -386,5 +431,6 @@ int main(int argc, char **argv) {
     bench_step(threads);
     bench_matvec(threads);
     bench_conv(threads);
+    bench_codec_shapes();
     return 0;
 }
