@@ -385,16 +385,29 @@ static void bench_codec_shapes(void) {
                 const int C = Cs[sh], T = Ts[sh], H = dil * (K - 1);
                 float *x = malloc(sizeof(float) * C * (T + H)), *w = malloc(sizeof(float) * C * C * K);
                 float *b = malloc(sizeof(float) * C), *y = malloc(sizeof(float) * C * T);
-                for (size_t i = 0; i < (size_t)C * (T + H); i++) x[i] = rnd();
-                for (size_t i = 0; i < (size_t)C * C * K; i++) w[i] = rnd() * 0.05f;
-                for (int i = 0; i < C; i++) b[i] = rnd();
                 conv_bf16_w wh;
                 conv_q8_w wq;
-                if (!conv_bf16_w_make(&wh, w, b, C, C, K) || !conv_q8_w_make(&wq, w, b, C, C, K)) return;
                 const size_t sb = ops_conv_bf16_scratch_bytes(C, T + H), sq = ops_conv_q8_scratch_bytes(C, T + H);
                 void *scr = aligned_alloc(64, ((sb > sq ? sb : sq) + 63) / 64 * 64);
+                memset(&wh, 0, sizeof wh);
+                memset(&wq, 0, sizeof wq);
+                if (x && w && b) {
+                    for (size_t i = 0; i < (size_t)C * (T + H); i++) x[i] = rnd();
+                    for (size_t i = 0; i < (size_t)C * C * K; i++) w[i] = rnd() * 0.05f;
+                    for (int i = 0; i < C; i++) b[i] = rnd();
+                }
+                if (!x || !w || !b || !y || !scr || !conv_bf16_w_make(&wh, w, b, C, C, K) ||
+                    !conv_q8_w_make(&wq, w, b, C, C, K)) {
+                    printf("  C %3d T %4d K %d d %d: out of memory\n", C, T, K, dil);
+                    free(x), free(w), free(b), free(y), free(scr);
+                    conv_bf16_w_free(&wh);
+                    conv_q8_w_free(&wq);
+                    continue;
+                }
                 const double macs = (double)C * C * K * T;
                 double vq[REPS], vh[REPS];
+                ops_conv1d_q8_ctx(&ctx, x, C, T + H, T + H, &wq, dil, y, T, scr); /* warm-up */
+                ops_conv1d_bf16_ctx(&ctx, x, C, T + H, T + H, &wh, dil, y, T, scr);
                 for (int r = 0; r < REPS; r++) {
                     double t0 = now_s();
                     ops_conv1d_q8_ctx(&ctx, x, C, T + H, T + H, &wq, dil, y, T, scr);

@@ -31,10 +31,10 @@ int cmd_decode(int argc, char **argv, int first) {
     mp.n_threads = o.n_threads;
     cli_apply_backend(&o, &mp);
     /* Decoding reads no talker or code predictor matrix, so nothing is copied
-     * into 2 MiB pages: that copy is for generation, and on the 0.6B BF16
-     * checkpoint it made a 100-frame decode take 7.5 s instead of 1.6 s (5.8 s
-     * of system time clearing and copying 1.2 GB). The codec decoder runs at
-     * the same speed from either kind of page (docs/BENCH.md). */
+     * into 2 MiB pages: that copy is for generation, and it would cost this
+     * command seconds of system time (0.6B BF16: about 1 GiB cleared and
+     * copied; docs/MODEL.md). The codec decoder runs at the same speed from
+     * either kind of page (docs/BENCH.md). */
     mp.huge_pages = 0;
     mp.load_codec = 1;
     mp.codec_weights = (qtts_codec_weights)o.codec_weights;
