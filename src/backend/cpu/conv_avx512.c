@@ -278,17 +278,22 @@ void conv_fill_avx512(ops_kernels *k) {
  * lane; started at -128 sum w, which undoes the + 128), then f += sums x the
  * steps' scales x the tap's weight scale; y = f + bias (conv_q8.h: the
  * scalar reference's order). */
-/* 4 x 4 (16 integer sums in registers): 190-205 G multiply-adds/s on one
- * Zen 4 core in a 384- and 768-channel K 7 conv, against 80-140 for 6 x 4,
- * 6 x 2 and 8 x 2, where gcc spills the sums (/tmp microbenchmark, 2-core
- * EPYC shared with other jobs) */
+/* 4 x 2 with the f32 tap sums f in registers (8 integer sums, 8 f32 sums, 2
+ * x vectors, the broadcast weight). One Zen 4 core, input packing apart, the
+ * codec decoder's K 7 shapes (those of build/kbench's codec table), the two
+ * tiles alternated in one process: 209-222 G multiply-adds/s at 192-768 channels and 186-199 at 96,
+ * against 196-210 and 167-177 for a 4 x 4 tile that keeps f in y between
+ * taps (more reuse per load, but a load and a store of y per tap). */
 #define Q8_CO 4
-#define Q8_TV 4
+#define Q8_TV 2
 AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask16 mlast) {
     const int k = a->k, d = a->dilation, G = a->cin4 / 4;
     const size_t xs = (size_t)a->xq_stride * 4, wos = (size_t)k * a->cin4;
-    /* the f32 sums over taps live in y between taps (the registers hold
-     * the CO x TV integer sums, the x vectors and the broadcast weight) */
+    __m512 f[Q8_CO][Q8_TV];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) f[c][v] = _mm512_setzero_ps();
     for (int tap = 0; tap < k; tap++) {
         __m512i acc[Q8_CO][Q8_TV];
         const int8_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin4;
@@ -296,13 +301,13 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
 #pragma GCC unroll 4
         for (int c = 0; c < CO; c++) {
             const __m512i init = _mm512_set1_epi32(-a->wsum[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
             for (int v = 0; v < TV; v++) acc[c][v] = init;
         }
         for (int g = 0; g < G; g++) {
             const uint8_t *xp = xt + g * xs;
             __m512i xv[Q8_TV];
-#pragma GCC unroll 4
+#pragma GCC unroll 2
             for (int v = 0; v < TV; v++)
                 xv[v] = v == TV - 1 ? _mm512_maskz_loadu_epi32(mlast, xp + 64 * v) : _mm512_loadu_si512(xp + 64 * v);
 #pragma GCC unroll 4
@@ -310,45 +315,36 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
                 int32_t w4;
                 memcpy(&w4, wt + c * wos + 4 * g, 4);
                 const __m512i wv = _mm512_set1_epi32(w4);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
                 for (int v = 0; v < TV; v++) acc[c][v] = _mm512_dpbusd_epi32(acc[c][v], xv[v], wv);
             }
         }
         const float *st = a->sx + t + tap * d;
         __m512 sv[Q8_TV];
-#pragma GCC unroll 4
+#pragma GCC unroll 2
         for (int v = 0; v < TV; v++) sv[v] = _mm512_maskz_loadu_ps(v == TV - 1 ? mlast : (__mmask16)0xffff, st + VL * v);
 #pragma GCC unroll 4
         for (int c = 0; c < CO; c++) {
             const __m512 swt = _mm512_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
-            float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 4
-            for (int v = 0; v < TV; v++) {
-                const __mmask16 mv = v == TV - 1 ? mlast : (__mmask16)0xffff;
-                const __m512 f = tap ? _mm512_maskz_loadu_ps(mv, yo + VL * v) : _mm512_setzero_ps();
-                const __m512 p = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt);
-                _mm512_mask_storeu_ps(yo + VL * v, mv, _mm512_add_ps(f, p));
-            }
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                f[c][v] = _mm512_add_ps(f[c][v], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt));
         }
     }
 #pragma GCC unroll 4
     for (int c = 0; c < CO; c++) {
         const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
         float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 4
-        for (int v = 0; v < TV; v++) {
-            const __mmask16 mv = v == TV - 1 ? mlast : (__mmask16)0xffff;
-            _mm512_mask_storeu_ps(yo + VL * v, mv, _mm512_add_ps(_mm512_maskz_loadu_ps(mv, yo + VL * v), b));
-        }
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++)
+            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(f[c][v], b));
     }
 }
 
 #define Q8_TILES(CO)                                                                                                   \
     switch (TV) {                                                                                                      \
     case 1: q8_tile(CO, 1, a, o, t, m); break;                                                                         \
-    case 2: q8_tile(CO, 2, a, o, t, m); break;                                                                         \
-    case 3: q8_tile(CO, 3, a, o, t, m); break;                                                                         \
-    default: q8_tile(CO, 4, a, o, t, m); break;                                                                        \
+    default: q8_tile(CO, 2, a, o, t, m); break;                                                                        \
     }
 #include "backend/cpu/conv_q8_driver.h"
 
