@@ -132,7 +132,7 @@ void ops_conv1d_q8_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int 
     const long long macs = (long long)w->cout * w->cin4 * w->k * t_out;
     const int nt = c ? c->n_threads : 1;
     if (nt > 1 && macs >= (1 << 21) && w->cout >= 24) {
-        /* channel ranges in multiples of 12 (the AVX-512 tile is 6, AVX2's 4) */
+        /* channel ranges in multiples of 12: whole tiles (4 channels on every table) */
         const int n_tasks = nt * 2, per = ((w->cout + n_tasks - 1) / n_tasks + 11) / 12 * 12;
         q8_job j = {fn, &a, per};
         ops_parallel(c, q8_task, &j, (w->cout + per - 1) / per);
