@@ -312,15 +312,17 @@ void conv_fill_avx2(ops_kernels *k) {
  * at most 2 x 127 x 127, so no 16-bit saturation -- and vpmaddwd by 1 into
  * 32 bits: the exact sums vpdpbusd gives, without VNNI. Then as the AVX-512
  * tile: f += sums x the steps' scales x the tap's weight scale; y = f + bias.
- * 4 instructions per 32 products: 38-49 G multiply-adds/s on one Zen 4 core
- * (QTTS_ISA=avx2, 384-channel K 7 conv, contended guest) against 28-42 for
- * the f32 kernel; VNNI's vpdpbusd does the same in one. */
+ * A whole tile (FULL) loads and stores unmasked; a partial last vector is
+ * masked. 4 instructions per 32 products (VNNI's vpdpbusd does the same in
+ * one): on one Zen 3 core, the decoder's K 7 shapes (kbench's codec table)
+ * run at 59-64 G multiply-adds/s against 81.7 for `qtts-bench peak`'s loop
+ * of the same 4 instructions and 41 for the f32 kernel. */
 #define Q8_CO 4
 #define Q8_TV 2
-AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i mlast) {
+AI void q8_tile(int CO, int TV, int FULL, const ops_conv_q8_args *a, int o, int t, __m256i mlast) {
     const int k = a->k, d = a->dilation, G = a->cin4 / 4;
     const size_t xs = (size_t)a->xq_stride * 4, wos = (size_t)k * a->cin4;
-    const __m256i all = _mm256_set1_epi32(-1), flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     __m256 f[Q8_CO][Q8_TV];
 #pragma GCC unroll 4
     for (int c = 0; c < CO; c++)
@@ -339,7 +341,8 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i
             __m256i xsg[Q8_TV], xab[Q8_TV];
 #pragma GCC unroll 2
             for (int v = 0; v < TV; v++) {
-                const __m256i xv = _mm256_maskload_epi32((const int *)(xp + 32 * v), v == TV - 1 ? mlast : all);
+                const __m256i xv = v == TV - 1 && !FULL ? _mm256_maskload_epi32((const int *)(xp + 32 * v), mlast)
+                                                        : _mm256_loadu_si256((const __m256i *)(xp + 32 * v));
                 xsg[v] = _mm256_xor_si256(xv, flip);
                 xab[v] = _mm256_abs_epi8(xsg[v]);
             }
@@ -358,7 +361,8 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i
         const float *st = a->sx + t + tap * d;
         __m256 sv[Q8_TV];
 #pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = _mm256_maskload_ps(st + VL * v, v == TV - 1 ? mlast : all);
+        for (int v = 0; v < TV; v++)
+            sv[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(st + VL * v, mlast) : _mm256_loadu_ps(st + VL * v);
 #pragma GCC unroll 4
         for (int c = 0; c < CO; c++) {
             const __m256 swt = _mm256_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
@@ -374,17 +378,16 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __m256i
 #pragma GCC unroll 2
         for (int v = 0; v < TV; v++) {
             const __m256 r = _mm256_add_ps(f[c][v], b);
-            if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
+            if (v == TV - 1 && !FULL) _mm256_maskstore_ps(yo + VL * v, mlast, r);
             else _mm256_storeu_ps(yo + VL * v, r);
         }
     }
 }
 
 #define Q8_TILES(CO)                                                                                                   \
-    switch (TV) {                                                                                                      \
-    case 1: q8_tile(CO, 1, a, o, t, m); break;                                                                         \
-    default: q8_tile(CO, 2, a, o, t, m); break;                                                                        \
-    }
+    if (rem == Q8_TV * VL) q8_tile(CO, 2, 1, a, o, t, m);                                                              \
+    else if (TV == 1) q8_tile(CO, 1, 0, a, o, t, m);                                                                   \
+    else q8_tile(CO, 2, 0, a, o, t, m);
 #include "backend/cpu/conv_q8_driver.h"
 
 /* Pack 8 steps at a time (the ragged tail by conv_q8_pack_cols, same bits). */

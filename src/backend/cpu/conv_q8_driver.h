@@ -3,8 +3,9 @@
  * Q8_TV vectors of VL -> q8_tile (the leaf; the last vector masked).
  * Included after the leaves by conv_avx2.c and conv_avx512.c, which define
  * first: CONV_ISA, VL, conv_mask, lane_mask(n) (as for conv_driver.h),
- * Q8_CO, Q8_TV, and Q8_TILES(CO): q8_tile(CO, TV, a, o, t, m) for the
- * tile's vector count TV (1..Q8_TV), CO constant. It defines
+ * Q8_CO, Q8_TV, and Q8_TILES(CO): the leaf call for CO (constant) channels
+ * of the tile at a, o, t with mask m, given its vector count TV (1..Q8_TV)
+ * and its rem steps (Q8_TV * VL when whole). It defines
  * conv1d_q8_<isa>, the ops_kernels.conv1d_q8 entry (conv_q8.h). */
 #ifndef CONV_ISA
 #error "conv_q8_driver.h is included by an ISA's conv file after its leaf tiles"
