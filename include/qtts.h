@@ -564,6 +564,8 @@ typedef struct qtts_pipeline qtts_pipeline;
 typedef struct qtts_pipeline_debug {
     void (*slot_freed)(void *arg, int slot);     /* right after a slot was let go */
     void (*frame_decoded)(void *arg, int slot, int done, int n); /* a decode thread decoded frame done of n */
+    void (*chunk_begun)(void *arg, int slot, int n, int n_threads); /* a decode thread begins a chunk of n
+                                                 frames on n_threads threads */
     void (*stepped)(void *arg, int n_streams);   /* after each step, with the streams it stepped */
     void *arg;
 } qtts_pipeline_debug;

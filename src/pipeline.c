@@ -28,7 +28,9 @@
  * audio, and nothing else waits for it. For qtts_synthesize's one stream
  * (solo) a decode thread takes each chunk in one call, and when a segment's
  * generation ends its rest is decoded on the driving thread on all threads
- * once the decode thread is done with the chunks before it.
+ * once the decode thread is done with the chunks before it; the chunks it
+ * still has then (a decoder slower than generation on one core falls
+ * behind) it decodes on all of the model's threads, as the pool's caller.
  *
  * Thread safety: the driving thread steps a context (generation state) while
  * its decode thread decodes (codec state): disjoint parts of the context.
@@ -139,6 +141,8 @@ typedef struct dworker {
     int stop;
     int idle;                 /* waiting for tasks with no pool worker parked (guarded) */
     pthread_cond_t idle_cv;   /* signalled when idle becomes 1 */
+    int drain;                /* the driver waits for this thread's queue with the model idle (solo, a
+                                 segment's end): its chunks run on all the model's threads (guarded) */
     float *pcm;               /* [MAX_CHUNK * spf] */
     float *pcm_urgent;        /* [MAX_CHUNK * spf] an urgent task run between two frames */
     pool_lend lend;
@@ -453,7 +457,9 @@ static void send_frames(qtts_pipeline *p, slot *sl, int final, int hi, int inlin
     dworker *w = p->n_workers ? worker_of(p, sl) : NULL;
     if (w && final && p->solo) { /* the rest goes on all threads once the chunks before it are out */
         pthread_mutex_lock(&w->mu);
+        w->drain = 1;
         while (!w->idle || w->hi || w->lo) pthread_cond_wait(&w->idle_cv, &w->mu);
+        w->drain = 0;
         pthread_mutex_unlock(&w->mu);
         inline_now = 1;
     }
@@ -493,10 +499,21 @@ static void *worker_main(void *arg) {
             t = pop(w, 0);
         }
         w->idle = 0;
+        /* The driver waits for this queue and generates nothing meanwhile
+         * (a decoder slower than generation on one core leaves chunks queued
+         * when generation ends): the chunks go on all the model's threads,
+         * this thread the pool's caller, with the parked worker given back. */
+        const int all = w->drain;
         pthread_mutex_unlock(&w->mu);
         if (!t) break; /* stopping and nothing left */
-        if (p->share && !lent) lent = pool_lend_take(&w->lend, &p->m->ops);
-        run_task(p, w, t, w->pcm, &p->serial, 0);
+        if (all && lent) {
+            pool_lend_give_back(&w->lend);
+            lent = 0;
+        }
+        if (p->share && !lent && !all) lent = pool_lend_take(&w->lend, &p->m->ops);
+        const ops_ctx *ops = all ? &p->m->ops : &p->serial;
+        if (p->dbg.chunk_begun) p->dbg.chunk_begun(p->dbg.arg, t->sl->index, t->n, ops->n_threads);
+        run_task(p, w, t, w->pcm, ops, 0);
     }
     if (lent) pool_lend_give_back(&w->lend);
     return NULL;

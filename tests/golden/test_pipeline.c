@@ -4,8 +4,9 @@
  * streamed chunks (any chunk size, with and without overlapped decoding, on
  * one thread and, for two cases, on a pool of two where overlap decodes on a
  * thread of its own that parks the pool's worker) concatenate to exactly the
- * same samples as the whole call; a callback can stop synthesis cleanly;
- * qtts_decode_codes matches too. */
+ * same samples as the whole call, also when the decode thread falls behind
+ * and decodes its last chunks on both threads; a callback can stop synthesis
+ * cleanly; qtts_decode_codes matches too. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,10 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "npy.h"
+#include "pipeline.h"
 #include "qtts.h"
 #include "test.h"
+#include "util/error.h"
 
 #define WAVE_TOL 1e-4
 
@@ -313,6 +317,85 @@ static void auto_overlap_test(void) {
                 "%zu vs %zu samples", n[0], n[1]);
     free(pcm[0]);
     free(pcm[1]);
+}
+
+/* qtts_synthesize's one stream with its decode thread slower than
+ * generation on one core (a hook holds the thread 20 ms before each chunk):
+ * chunks are still queued when generation ends, and while the driving
+ * thread waits for them the decode thread decodes them on both of the
+ * model's threads. The samples are those of decoding inline. */
+typedef struct drain_seen {
+    int chunks, on_all, other;
+} drain_seen;
+
+static void slow_chunk(void *arg, int slot, int n, int n_threads) {
+    drain_seen *d = arg;
+    (void)slot;
+    (void)n;
+    d->chunks++;
+    if (n_threads == 2) d->on_all++;
+    else if (n_threads != 1) d->other++;
+    usleep(20000);
+}
+
+typedef struct solo_out {
+    collect c;
+    int done;
+    qtts_status st;
+} solo_out;
+
+static int solo_chunk(const qtts_chunk *ch, void *u) { return on_audio(ch->pcm, ch->n_samples, &((solo_out *)u)->c); }
+
+static void solo_done(const qtts_request_result *r, void *u) {
+    solo_out *o = u;
+    o->st = r->status;
+    o->done = 1;
+}
+
+static void drain_test(void) {
+    qtts_model *m;
+    qtts_context *ctx;
+    if (!load_cv(2, "pipeline/drain_on_all_threads", &m, &ctx)) return;
+    qtts_gen_debug dbg;
+    qtts_gen_params gp = short_request(m, 40, 5, &dbg);
+    qtts_audio_params ap = qtts_audio_default_params();
+    ap.first_chunk_frames = 1;
+    ap.chunk_frames = 2;
+    ap.overlap = 0;
+    float *ref = NULL;
+    size_t n_ref = 0;
+    const qtts_status s0 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &ref, &n_ref);
+    drain_seen seen = {0, 0, 0};
+    const qtts_pipeline_debug hooks = {.chunk_begun = slow_chunk, .arg = &seen};
+    qtts_pipeline_params pp = qtts_pipeline_default_params();
+    pp.decode_threads = 1;
+    pp.decode_share_cores = 1;
+    pp.debug = &hooks;
+    qtts_pipeline *p = NULL;
+    qtts_error e;
+    err_clear(&e);
+    solo_out o;
+    memset(&o, 0, sizeof o);
+    qtts_status s = pipeline_new_on_context(ctx, &pp, &p, &e);
+    if (!s) {
+        const qtts_request rq = {&gp, &ap, solo_chunk, solo_done, &o, 0};
+        s = qtts_pipeline_add(p, &rq, NULL, e.msg, sizeof e.msg);
+    }
+    while (!s && qtts_pipeline_n_requests(p) > 0) {
+        if (qtts_pipeline_busy(p)) qtts_pipeline_step(p);
+        else qtts_pipeline_wait(p, 1000);
+    }
+    qtts_pipeline_free(p);
+    test_report("pipeline/drain_on_all_threads",
+                !s0 && !s && o.done && !o.st && seen.on_all >= 1 && seen.on_all < seen.chunks && !seen.other,
+                "status %d/%d/%d: %d of %d chunks on 2 threads, %d on neither 1 nor 2: %s", s0, s, o.st, seen.on_all,
+                seen.chunks, seen.other, e.msg);
+    test_report("pipeline/drain_same_samples", n_ref && o.c.n == n_ref && !memcmp(o.c.pcm, ref, sizeof(float) * n_ref),
+                "%zu vs %zu samples", o.c.n, n_ref);
+    free(o.c.pcm);
+    free(ref);
+    qtts_context_free(ctx);
+    qtts_model_free(m);
 }
 
 typedef struct pieces_seen { int calls, n; char first[256]; } pieces_seen;
@@ -665,6 +748,7 @@ int main(void) {
     cancel_test(1);
     cancel_test(2);
     auto_overlap_test();
+    drain_test();
     long_text_test();
     stats_test();
     cache_growth_test();
