@@ -319,23 +319,35 @@ static void auto_overlap_test(void) {
     free(pcm[1]);
 }
 
-/* qtts_synthesize's one stream with its decode thread slower than
- * generation on one core (a hook holds the thread 20 ms before each chunk):
- * chunks are still queued when generation ends, and while the driving
- * thread waits for them the decode thread decodes them on both of the
- * model's threads. The samples are those of decoding inline. */
+/* qtts_synthesize's one stream whose decode thread falls behind
+ * generation: a hook holds the thread at its first chunk until all the
+ * frames are made (and 5 ms at each), so chunks are still queued when
+ * generation ends, and while the driving thread waits for them the decode
+ * thread decodes them on both of the model's threads; the chunk it took
+ * during generation stays on one. The samples are those of decoding inline. */
+#define DRAIN_FRAMES 40
+
 typedef struct drain_seen {
-    int chunks, on_all, other;
+    atomic_int steps;
+    int chunks, on_all, other, waited;
 } drain_seen;
 
-static void slow_chunk(void *arg, int slot, int n, int n_threads) {
+static void count_step(void *arg, int n_streams) {
+    (void)n_streams;
+    atomic_fetch_add(&((drain_seen *)arg)->steps, 1);
+}
+
+static void hold_chunk(void *arg, int slot, int n, int n_threads) {
     drain_seen *d = arg;
     (void)slot;
     (void)n;
-    d->chunks++;
+    if (d->chunks++ == 0) {
+        for (int i = 0; i < 30000 && atomic_load(&d->steps) < DRAIN_FRAMES; i++) usleep(1000);
+        d->waited = atomic_load(&d->steps) >= DRAIN_FRAMES;
+    }
     if (n_threads == 2) d->on_all++;
     else if (n_threads != 1) d->other++;
-    usleep(20000);
+    usleep(5000);
 }
 
 typedef struct solo_out {
@@ -357,7 +369,8 @@ static void drain_test(void) {
     qtts_context *ctx;
     if (!load_cv(2, "pipeline/drain_on_all_threads", &m, &ctx)) return;
     qtts_gen_debug dbg;
-    qtts_gen_params gp = short_request(m, 40, 5, &dbg);
+    qtts_gen_params gp = short_request(m, DRAIN_FRAMES + 1, 5, &dbg);
+    dbg.force_frames = DRAIN_FRAMES;
     qtts_audio_params ap = qtts_audio_default_params();
     ap.first_chunk_frames = 1;
     ap.chunk_frames = 2;
@@ -365,8 +378,9 @@ static void drain_test(void) {
     float *ref = NULL;
     size_t n_ref = 0;
     const qtts_status s0 = qtts_synthesize(ctx, &gp, &ap, NULL, NULL, &ref, &n_ref);
-    drain_seen seen = {0, 0, 0};
-    const qtts_pipeline_debug hooks = {.chunk_begun = slow_chunk, .arg = &seen};
+    drain_seen seen;
+    memset(&seen, 0, sizeof seen);
+    const qtts_pipeline_debug hooks = {.chunk_begun = hold_chunk, .stepped = count_step, .arg = &seen};
     qtts_pipeline_params pp = qtts_pipeline_default_params();
     pp.decode_threads = 1;
     pp.decode_share_cores = 1;
@@ -387,9 +401,10 @@ static void drain_test(void) {
     }
     qtts_pipeline_free(p);
     test_report("pipeline/drain_on_all_threads",
-                !s0 && !s && o.done && !o.st && seen.on_all >= 1 && seen.on_all < seen.chunks && !seen.other,
-                "status %d/%d/%d: %d of %d chunks on 2 threads, %d on neither 1 nor 2: %s", s0, s, o.st, seen.on_all,
-                seen.chunks, seen.other, e.msg);
+                !s0 && !s && o.done && !o.st && seen.waited && seen.on_all >= 1 && seen.on_all < seen.chunks &&
+                    !seen.other,
+                "status %d/%d/%d, held %d: %d of %d chunks on 2 threads, %d on neither 1 nor 2: %s", s0, s, o.st,
+                seen.waited, seen.on_all, seen.chunks, seen.other, e.msg);
     test_report("pipeline/drain_same_samples", n_ref && o.c.n == n_ref && !memcmp(o.c.pcm, ref, sizeof(float) * n_ref),
                 "%zu vs %zu samples", o.c.n, n_ref);
     free(o.c.pcm);
