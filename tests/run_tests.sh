@@ -10,8 +10,10 @@ cache_home=$(mktemp -d "${TMPDIR:-/tmp}/qtts-test-cache.XXXXXX") || exit 1
 export XDG_CACHE_HOME="$cache_home"
 trap 'rm -rf "$cache_home"' EXIT
 for t in "$@"; do
+    t0=$(date +%s)
     out=$("$t" 2>&1); rc=$?
     printf '%s\n' "$out" | grep -v '^# ' | sed "s|^|[$(basename "$t")] |"
+    echo "[$(basename "$t")] took $(($(date +%s) - t0)) s"
     p=$(printf '%s\n' "$out" | grep -c '^ok ')
     f=$(printf '%s\n' "$out" | grep -c '^FAIL ')
     s=$(printf '%s\n' "$out" | grep -c '^SKIP ')
