@@ -74,14 +74,16 @@ typedef enum qtts_weight_type {
     QTTS_WEIGHTS_Q4 = 2        /* int4, blocks of 32 with an f16 scale and minimum (quantised at load) */
 } qtts_weight_type;
 
-/* Format of the codec decoder's vocoder convolutions on the CPU (weights and
- * the convolutions' inputs). The Vulkan decoder always computes in f32. */
+/* Format of the codec decoder on the CPU: its vocoder convolutions (weights
+ * and the convolutions' inputs) and its Linear layers (weights). The Vulkan
+ * decoder always computes in f32. */
 typedef enum qtts_codec_weights {
     QTTS_CODEC_F32 = 0,  /* f32: matches the official decoder within 1e-4 */
     QTTS_CODEC_BF16 = 1, /* bf16 weights and convolution inputs, f32 sums, for the stages
                             docs/MODEL.md lists (the rest stays f32) */
     QTTS_CODEC_Q8 = 2,   /* int8: per-output-channel weight scales, per-step activation scales,
-                            for the stages docs/MODEL.md lists (the rest stays f32) */
+                            for the convs docs/MODEL.md lists (the other convs stay f32); the
+                            Linear layers' weights in bf16 */
     QTTS_CODEC_Q8BF16 = 3 /* q8's int8 stages, and every other vocoder conv in bf16 (none f32):
                              the fastest where the CPU has a bf16 dot product (AVX512-BF16) */
 } qtts_codec_weights;

@@ -570,7 +570,84 @@ static qtts_status restore_packs(codec_decoder *d, qtts_error *e) {
     return QTTS_OK;
 }
 
+/* Every Linear matrix of the decoder, in a fixed order: the quantizer's
+ * output projections, the pre-transformer's, the ConvNeXt pointwise layers.
+ * Their count; out (NULL: count only) gets their addresses. */
+static int codec_mats(codec_decoder *d, qt_mat **out) {
+    int n = 0;
+#define CODEC_MAT(m) (out ? (void)(out[n] = &(m)) : (void)0, n++)
+    CODEC_MAT(d->proj_first), CODEC_MAT(d->proj_rest), CODEC_MAT(d->in_proj), CODEC_MAT(d->out_proj);
+    for (int l = 0; l < d->cfg.n_layers; l++) {
+        codec_layer *y = &d->layers[l];
+        CODEC_MAT(y->wq), CODEC_MAT(y->wk), CODEC_MAT(y->wv), CODEC_MAT(y->wo);
+        CODEC_MAT(y->w_gate), CODEC_MAT(y->w_up), CODEC_MAT(y->w_down);
+    }
+    for (int u = 0; u < d->cfg.n_up; u++) CODEC_MAT(d->up[u].pw1), CODEC_MAT(d->up[u].pw2);
+#undef CODEC_MAT
+    return n;
+}
+
+static int is_owned(const codec_decoder *d, const void *p) {
+    for (int i = 0; i < d->n_owned; i++)
+        if (d->owned[i] == p) return 1;
+    return 0;
+}
+
+/* The Linear matrices back to their f32 forms (the mapped ones fault back
+ * in from the file on their next read). */
+static void drop_mats_bf16(codec_decoder *d) {
+    for (int i = 0; i < d->n_mats_f32; i++) *d->mats_f32[i].at = d->mats_f32[i].f32;
+    free(d->mats_f32);
+    free(d->mats_bf16);
+    d->mats_f32 = NULL;
+    d->mats_bf16 = NULL;
+    d->n_mats_f32 = 0;
+}
+
+const qt_mat *codec_mat_f32(const codec_decoder *d, const qt_mat *m) {
+    for (int i = 0; i < d->n_mats_f32; i++)
+        if (d->mats_f32[i].at == m) return &d->mats_f32[i].f32;
+    return m;
+}
+
+/* The Linear matrices in bf16 (rounded to nearest even, the talker's bf16
+ * dtype): the matmul kernels then read half the bytes. The mapped f32 pages
+ * are given back. 0: out of memory (nothing changed). */
+static int make_mats_bf16(codec_decoder *d) {
+    if (d->mats_f32) return 1;
+    const int n = codec_mats(d, NULL);
+    qt_mat **m = malloc(sizeof *m * (size_t)n);
+    codec_mat_keep *keep = malloc(sizeof *keep * (size_t)n);
+    size_t total = 0;
+    if (m) {
+        codec_mats(d, m);
+        for (int i = 0; i < n; i++) total += ((size_t)m[i]->rows * m[i]->cols + 31) & ~(size_t)31;
+    }
+    uint16_t *buf = m && keep ? aligned_alloc(64, sizeof(uint16_t) * (total ? total : 32)) : NULL;
+    if (!buf) {
+        free(m), free(keep), free(buf);
+        return 0;
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = (codec_mat_keep){m[i], *m[i]};
+        const size_t ne = (size_t)m[i]->rows * m[i]->cols;
+        const float *f = m[i]->data;
+        for (size_t j = 0; j < ne; j++) buf[off + j] = conv_bf16_round(f[j]);
+        if (!is_owned(d, f)) st_release(&d->st, f, sizeof(float) * ne);
+        m[i]->data = buf + off;
+        m[i]->dtype = DT_BF16;
+        off += (ne + 31) & ~(size_t)31;
+    }
+    free(m);
+    d->mats_f32 = keep;
+    d->n_mats_f32 = n;
+    d->mats_bf16 = buf;
+    return 1;
+}
+
 static void drop_q8(codec_decoder *d) {
+    drop_mats_bf16(d);
     conv_q8_w_free(&d->dec0_q);
     conv_bf16_w_free(&d->dec0_h);
     for (int b = 0; b < CODEC_MAX_BLOCKS; b++) {
@@ -605,7 +682,9 @@ static int make_form(unsigned bit, unsigned q8, unsigned h, conv_q8_w *q, conv_b
 
 int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts) {
     const unsigned q = fmt == QTTS_CODEC_Q8 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_Q8_DEFAULT : 0;
-    const unsigned h = fmt == QTTS_CODEC_BF16 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_BF16_DEFAULT : 0;
+    const unsigned h = fmt == QTTS_CODEC_BF16 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_BF16_DEFAULT
+                       : fmt == QTTS_CODEC_Q8                              ? CODEC_BF16_MATS
+                                                                           : 0;
     if (fmt != QTTS_CODEC_F32 && !q && !h) return -1;
     *q8_parts = q;
     *bf16_parts = h;
@@ -647,6 +726,7 @@ qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigne
                             bl->cout, 1, &any);
         }
     }
+    if (ok && (h & CODEC_BF16_MATS)) ok = make_mats_bf16(d);
     if (!ok) {
         drop_q8(d);
         (void)restore_packs(d, e); /* out of memory either way */

@@ -57,17 +57,25 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 #define CODEC_Q8_ANY_WIDTH 16u /* also the convs under CODEC_Q8_MIN_CIN (tests: the small golden codecs) */
 #define CODEC_Q8_DEFAULT CODEC_Q8_CONV1
 #define CODEC_Q8_MIN_CIN 64
-/* The bf16 format takes the same mask. Its default, every conv above
- * (any width), keeps SNR and log-mel correlation within the acceptance on
- * every case (docs/BENCH.md "Codec decoder formats"); the environment
- * variable QTTS_CODEC_BF16_PARTS replaces it, for measuring. */
-#define CODEC_BF16_DEFAULT (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2 | CODEC_Q8_ANY_WIDTH)
-/* The convs (masks as above) a public format puts in int8 and in bf16:
- * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT; q8bf16 both (int8
- * first: a conv in both masks is int8). -1 for an unknown format. */
+/* The bf16 format takes the same mask, and one more bit: CODEC_BF16_MATS,
+ * the Linear layers (the quantizer's output projections, the
+ * pre-transformer, the ConvNeXt pointwise layers) with bf16 weights and f32
+ * activations (half the bytes they read a frame). Its default, every conv
+ * above (any width) and the Linear layers, keeps SNR and log-mel correlation
+ * within the acceptance on every case (docs/BENCH.md "Codec decoder
+ * formats"); the environment variable QTTS_CODEC_BF16_PARTS replaces it, for
+ * measuring. */
+#define CODEC_BF16_MATS 32u
+#define CODEC_BF16_DEFAULT \
+    (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2 | CODEC_Q8_ANY_WIDTH | CODEC_BF16_MATS)
+/* The parts (masks as above) a public format puts in int8 and in bf16:
+ * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT and the Linear
+ * layers in bf16; q8bf16 both defaults (int8 first: a conv in both masks is
+ * int8). -1 for an unknown format. */
 int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts);
 /* Make the int8 forms of the convs in q8_parts and the bf16 forms of those
- * in bf16_parts without an int8 form; drop every other form (both 0: all
+ * in bf16_parts without an int8 form, and the Linear layers' bf16 weights
+ * when bf16_parts has CODEC_BF16_MATS; drop every other form (both 0: all
  * f32); before any stream is made. QTTS_CODEC_Q8_PARTS / QTTS_CODEC_BF16_PARTS
  * in the environment replace a nonzero mask. */
 qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned bf16_parts, qtts_error *e);

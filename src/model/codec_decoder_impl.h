@@ -77,6 +77,12 @@ typedef struct codec_upsample {
     const float *gamma;    /* [LAT] */
 } codec_upsample;
 
+/* A Linear matrix of the decoder and its f32 form, kept while it reads bf16. */
+typedef struct codec_mat_keep {
+    qt_mat *at;
+    qt_mat f32;
+} codec_mat_keep;
+
 typedef struct codec_resunit {
     int dilation;          /* 1, 3, 9 */
     codec_snake act1;      /* [C] */
@@ -137,6 +143,10 @@ struct codec_decoder {
     conv_q8_w dec0_q;      /* int8 form; q NULL: none */
     conv_bf16_w dec0_h;    /* bf16 form; w NULL: none */
     int q8;                /* 1 when any conv has an int8 or bf16 form (streams size their scratch) */
+    codec_mat_keep *mats_f32; /* while the Linear matrices read bf16 (CODEC_BF16_MATS): each one's f32
+                               * form, owned; NULL: they read f32 */
+    int n_mats_f32;
+    uint16_t *mats_bf16;      /* then their bf16 weights, one owned buffer */
     codec_block blocks[CODEC_MAX_BLOCKS];
     codec_snake final_act; /* [DD >> n_blocks] */
     const float *final_w;  /* [1][DD >> n_blocks][7] causal */
@@ -149,6 +159,9 @@ struct codec_decoder {
  * (codec_vulkan.c): the total upsampling of the ConvNeXt stages, and the
  * largest channel-major stage buffer for n frames, in floats. */
 int codec_up_total(const codec_config *c);
+/* The f32 form of the decoder's Linear matrix m (m itself unless it reads
+ * bf16 now): for the Vulkan decoder, which always computes in f32. */
+const qt_mat *codec_mat_f32(const codec_decoder *d, const qt_mat *m);
 size_t codec_big_floats(const codec_decoder *d, int n);
 
 #endif

@@ -137,6 +137,7 @@ static uint32_t small_add(small_vec *s, const float *x, int n) {
 
 typedef struct up_ctx {
     cdv_model *v;
+    const codec_decoder *d;
     qtts_error *e;
     qtts_status st;
 } up_ctx;
@@ -151,6 +152,7 @@ static void up_floats(up_ctx *u, vk_buf *b, const float *x, size_t n, const char
 
 static void up_mat(up_ctx *u, cdv_mat *g, const qt_mat *w, const char *what) {
     if (u->st) return;
+    w = codec_mat_f32(u->d, w); /* the device computes in f32 whatever the CPU's format */
     g->rows = w->rows;
     g->cols = w->cols;
     if (qt_is_quant(w)) {
@@ -187,7 +189,7 @@ qtts_status cdv_create(cdv_model **out, const codec_decoder *d, struct vk_dev *d
         return err_set(e, QTTS_ERR_NOMEM, "out of memory");
     }
     small_vec s = {0};
-    up_ctx u = {v, e, QTTS_OK};
+    up_ctx u = {v, d, e, QTTS_OK};
     const int LAT = c->latent, H = c->hidden;
     up_floats(&u, &v->codebook, d->codebook, (size_t)c->n_q * c->codebook_size * c->vq_dim, "codebook");
     up_mat(&u, &v->proj_first, &d->proj_first, "rvq_first.output_proj");
