@@ -159,9 +159,9 @@ struct codec_decoder {
  * (codec_vulkan.c): the total upsampling of the ConvNeXt stages, and the
  * largest channel-major stage buffer for n frames, in floats. */
 int codec_up_total(const codec_config *c);
+size_t codec_big_floats(const codec_decoder *d, int n);
 /* The f32 form of the decoder's Linear matrix m (m itself unless it reads
  * bf16 now): for the Vulkan decoder, which always computes in f32. */
 const qt_mat *codec_mat_f32(const codec_decoder *d, const qt_mat *m);
-size_t codec_big_floats(const codec_decoder *d, int n);
 
 #endif
