@@ -320,6 +320,14 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
             released &= !((q8_parts | bf16_parts) & CODEC_Q8_TCONV) || !d->blocks[b].tconv_wc;
         snprintf(nm, sizeof nm, "%s/f32_tconv_packs_released", tag);
         CHECK(nm, released, "a block's f32 packed transposed conv is still held beside its %s form", tag);
+        /* the Vulkan decoder's view of a Linear matrix: its f32 form whatever the format */
+        const qt_mat *mf = codec_mat_f32(d, &d->in_proj);
+        const void *in_f32 = mf->data;
+        snprintf(nm, sizeof nm, "%s/linear_f32_form", tag);
+        CHECK(nm,
+              mf->dtype == DT_F32 && mf->rows == d->in_proj.rows && mf->cols == d->in_proj.cols &&
+                  (bf16_parts & CODEC_BF16_MATS ? mf != &d->in_proj && mf->data != d->in_proj.data : mf == &d->in_proj),
+              "codec_mat_f32 gives no f32 form of the input projection");
         check_streaming(tag, s, codes, T, q, spf, nq, 3);
         /* back to f32: the packs are made again, and the PCM is f32's, bit for bit */
         codec_stream_free(s);
@@ -328,10 +336,11 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
                          codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
         snprintf(nm, sizeof nm, "%s/back_to_f32", tag);
         CHECK(nm, back && !memcmp(f, q, ns * sizeof(float)), "%s", back ? "the PCM differs from the f32 decode's" : e.msg);
-        int restored = 1;
+        int restored = d->in_proj.dtype == DT_F32 && d->in_proj.data == in_f32;
         for (int b = 0; b < d->cfg.n_blocks; b++) restored &= d->blocks[b].tconv_wc != NULL;
-        snprintf(nm, sizeof nm, "%s/f32_tconv_packs_made_again", tag);
-        CHECK(nm, restored, "a block has no f32 packed transposed conv after going back to f32");
+        snprintf(nm, sizeof nm, "%s/f32_forms_back", tag);
+        CHECK(nm, restored,
+              "after going back to f32, a block has no f32 packed transposed conv or a Linear matrix is not f32");
     }
     codec_stream_free(s);
     codec_decoder_free(d);
