@@ -1,6 +1,7 @@
 /* NEON (AArch64 baseline, ARMv8.0) leaves of the int8 and BF16 convolutions
- * (conv_q8.h, conv_bf16.h have the contracts); the channel and time loops
- * are the shared drivers conv_q8_driver.h and conv_bf16_driver.h.
+ * (conv_q8.h, conv_bf16.h have the contracts), and SnakeBeta; the channel
+ * and time loops are the shared drivers conv_q8_driver.h and
+ * conv_bf16_driver.h.
  * Dataflow: packed x [cin/4 or cin/2][t] -> CO output channels x TV vectors
  * of 4 steps -> y[cout][t].
  * A partial last vector (1-3 steps) is loaded from a zero-padded copy and
@@ -13,10 +14,11 @@
  * packs' values lane by lane. Where the CPU has the dot product extension
  * (ops_dispatch: HWCAP_ASIMDDP) the int8 sums are sdot's, the same exact
  * integers; that path is built by GCC, or by any compiler targeting
- * dotprod. Only compiled on aarch64 (Makefile); both int8 paths and the bf16
- * one are tested against the scalar table under qemu-aarch64 (test_kernels),
- * never timed on ARM hardware. */
+ * dotprod. Only compiled on aarch64 (Makefile); both int8 paths, the bf16
+ * one and SnakeBeta are tested against the scalar table under qemu-aarch64
+ * (test_kernels), never timed on ARM hardware. */
 #include <arm_neon.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -246,3 +248,58 @@ void conv_bf16_fill_neon(ops_kernels *k) {
     k->conv1d_bf16 = conv1d_bf16_neon;
     k->conv_bf16_pack = conv_bf16_pack_neon;
 }
+
+/* ------------------------------------------------------------ SnakeBeta */
+
+/* sin(u)^2 for |u| <= 8192: the reduction by pi and the sine polynomial of
+ * conv_avx2.c's sin2_256, the same operations. */
+AI float32x4_t sin2_neon(float32x4_t u) {
+    const float32x4_t k = vrndnq_f32(vmulq_n_f32(u, 0.318309886183790672f));
+    float32x4_t r = vfmsq_f32(u, k, vdupq_n_f32(3.140625f));
+    r = vfmsq_f32(r, k, vdupq_n_f32(9.67502593994140625e-4f));
+    r = vfmsq_f32(r, k, vdupq_n_f32(1.509957990978376432e-7f));
+    const float32x4_t z = vmulq_f32(r, r);
+    float32x4_t p = vfmaq_f32(vdupq_n_f32(2.7525022687768796e-06f), z, vdupq_n_f32(-2.3883249156142483e-08f));
+    p = vfmaq_f32(vdupq_n_f32(-1.9840859749820083e-04f), z, p);
+    p = vfmaq_f32(vdupq_n_f32(8.333330973982811e-03f), z, p);
+    p = vfmaq_f32(vdupq_n_f32(-1.666666716337204e-01f), z, p);
+    const float32x4_t sn = vfmaq_f32(r, vmulq_f32(z, r), p);
+    return vmulq_f32(sn, sn);
+}
+
+/* y = x + inv_b sin(a x)^2 for 4 values; lanes with |a x| > 8192 (beyond the
+ * reduction's exact range) take sinf. */
+AI float32x4_t snake4(const float *x, float32x4_t v, float a, float inv_b) {
+    const float32x4_t u = vmulq_n_f32(v, a);
+    float32x4_t r = vfmaq_f32(v, vdupq_n_f32(inv_b), sin2_neon(u));
+    const uint32x4_t big = vcagtq_f32(u, vdupq_n_f32(8192.0f));
+    if (vmaxvq_u32(big)) {
+        float tmp[VL], uu[VL];
+        uint32_t b[VL];
+        vst1q_f32(tmp, r);
+        vst1q_f32(uu, u);
+        vst1q_u32(b, big);
+        for (int l = 0; l < VL; l++)
+            if (b[l]) {
+                const float sv = sinf(uu[l]);
+                tmp[l] = fmaf(inv_b, sv * sv, x[l]);
+            }
+        r = vld1q_f32(tmp);
+    }
+    return r;
+}
+
+/* Whole vectors in place; the last 1-3 values through a zero-padded copy, so
+ * every value takes the same vector arithmetic wherever a call splits. */
+static void snake_neon(float *y, const float *x, int T, float a, float inv_b) {
+    const int tv = T / VL * VL;
+    for (int t = 0; t < tv; t += VL) vst1q_f32(y + t, snake4(x + t, vld1q_f32(x + t), a, inv_b));
+    if (tv < T) {
+        float xp[VL] = {0}, yp[VL];
+        memcpy(xp, x + tv, sizeof(float) * (size_t)(T - tv));
+        vst1q_f32(yp, snake4(xp, vld1q_f32(xp), a, inv_b));
+        memcpy(y + tv, yp, sizeof(float) * (size_t)(T - tv));
+    }
+}
+
+void conv_fill_neon(ops_kernels *k) { k->snake = snake_neon; }

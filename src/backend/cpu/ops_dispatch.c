@@ -94,6 +94,7 @@ static void init_once(void) {
     ops_fill_neon(&g_neon);
     conv_q8_fill_neon(&g_neon, g_cpu.neon_dotprod);
     conv_bf16_fill_neon(&g_neon);
+    conv_fill_neon(&g_neon);
 #endif
     (void)matmul_avx2;
     (void)matmul_avx512;
