@@ -12,8 +12,10 @@
  *  - thread-pool dispatch overhead per call (empty job) and per small matmul;
  *  - conv1d K 7 / K 1 and an f32 GEMM in GMAC/s (codec decoder shapes), and
  *    the K 7 conv in the codec formats bf16 and q8 (conv_bf16.h, conv_q8.h);
- *  - the codec decoder's residual-unit convs in int8 and bf16 at the shapes
- *    of a 4-frame chunk, one thread.
+ *  - the codec decoder's residual-unit convs in int8, bf16 and f32 at the
+ *    shapes of a 4-frame chunk, one thread;
+ *  - the decoder's convs that its q8 format keeps in f32 (decoder.0 and the
+ *    transposed convs, run as the decoder runs them) at the same shapes.
  * Method: one warm-up pass, then REPS measured passes; median (min, max). */
 #include <immintrin.h>
 #include <math.h>
@@ -405,9 +407,10 @@ static void bench_codec_shapes(void) {
                     continue;
                 }
                 const double macs = (double)C * C * K * T;
-                double vq[REPS], vh[REPS];
+                double vq[REPS], vh[REPS], vf[REPS];
                 ops_conv1d_q8_ctx(&ctx, x, C, T + H, T + H, &wq, dil, y, T, scr); /* warm-up */
                 ops_conv1d_bf16_ctx(&ctx, x, C, T + H, T + H, &wh, dil, y, T, scr);
+                ops_conv1d_ctx(&ctx, x, C, T + H, T + H, w, b, C, K, 1, dil, 1, y, T);
                 for (int r = 0; r < REPS; r++) {
                     double t0 = now_s();
                     ops_conv1d_q8_ctx(&ctx, x, C, T + H, T + H, &wq, dil, y, T, scr);
@@ -415,14 +418,63 @@ static void bench_codec_shapes(void) {
                     t0 = now_s();
                     ops_conv1d_bf16_ctx(&ctx, x, C, T + H, T + H, &wh, dil, y, T, scr);
                     vh[r] = macs / (now_s() - t0) / 1e9;
+                    t0 = now_s();
+                    ops_conv1d_ctx(&ctx, x, C, T + H, T + H, w, b, C, K, 1, dil, 1, y, T);
+                    vf[r] = macs / (now_s() - t0) / 1e9;
                 }
-                const stat3 q = stats(vq, REPS), h = stats(vh, REPS);
-                printf("  C %3d T %4d K %d d %d (%5.1f M MAC): int8 %6.1f (%.3f ms)   bf16 %6.1f (%.3f ms)\n", C, T, K,
-                       dil, macs / 1e6, q.med, macs / q.med / 1e6, h.med, macs / h.med / 1e6);
+                const stat3 q = stats(vq, REPS), h = stats(vh, REPS), f = stats(vf, REPS);
+                printf("  C %3d T %4d K %d d %d (%5.1f M MAC): int8 %6.1f (%.3f ms)   bf16 %6.1f (%.3f ms)   f32 %6.1f "
+                       "(%.3f ms)\n",
+                       C, T, K, dil, macs / 1e6, q.med, macs / q.med / 1e6, h.med, macs / h.med / 1e6, f.med,
+                       macs / f.med / 1e6);
                 free(x), free(w), free(b), free(y), free(scr);
                 conv_bf16_w_free(&wh);
                 conv_q8_w_free(&wq);
             }
+    ops_free(&ctx);
+}
+
+/* The codec decoder's convs that every format but bf16 keeps in f32, at the
+ * shapes of a 4-frame chunk, one thread: decoder.0 (K 7, 1024 -> 1536 over
+ * 16 steps) and the vocoder blocks' transposed convs (stride r, K 2r), run as
+ * the decoder runs them (ops_conv_transpose1d_pack_conv: a K 2 conv1d with
+ * r x cout output channels, then the interleave of the phases). */
+static void bench_codec_f32_shapes(void) {
+    static const int Ci[4] = {1536, 768, 384, 192}, Ti[4] = {16, 128, 640, 2560}, Rs[4] = {8, 5, 4, 3};
+    ops_ctx ctx;
+    ops_init(&ctx, 1, 0);
+    printf("\ncodec f32 convs, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n", ctx.k->name, REPS);
+    for (int sh = -1; sh < 4; sh++) {
+        const int tr = sh >= 0, cin = tr ? Ci[sh] : 1024, cout = tr ? Ci[sh] / 2 : 1536, T = tr ? Ti[sh] : 16;
+        const int r = tr ? Rs[sh] : 1, K = tr ? 2 * r : 7, tin = tr ? T + 1 : T + 6;
+        float *x = malloc(sizeof(float) * cin * tin), *w = malloc(sizeof(float) * cin * cout * K);
+        float *b = malloc(sizeof(float) * cout), *y = malloc(sizeof(float) * cout * T * r);
+        float *scr = malloc(sizeof(float) * cout * T * r), *wc = NULL;
+        if (x && w && b) {
+            for (size_t i = 0; i < (size_t)cin * tin; i++) x[i] = rnd();
+            for (size_t i = 0; i < (size_t)cin * cout * K; i++) w[i] = rnd() * 0.05f;
+            for (int i = 0; i < cout; i++) b[i] = rnd();
+            if (tr) wc = ops_conv_transpose1d_pack_conv(w, b, cin, cout, K, r);
+        }
+        if (!x || !w || !b || !y || !scr || (tr && !wc)) {
+            printf("  out of memory\n");
+        } else {
+            const double macs = (double)cin * cout * K * (tr ? T : T);
+            double v[REPS];
+            for (int rep = -1; rep < REPS; rep++) {
+                const double t0 = now_s();
+                if (tr) ops_conv_transpose1d_conv_ctx(&ctx, x, cin, tin, tin, wc, cout, K, r, r, r + T * r, y, T * r, scr);
+                else ops_conv1d_ctx(&ctx, x, cin, tin, tin, w, b, cout, K, 1, 1, 1, y, T);
+                if (rep >= 0) v[rep] = macs / (now_s() - t0) / 1e9;
+            }
+            const stat3 s = stats(v, REPS);
+            if (tr) printf("  transposed %4d -> %3d r %d T %4d", cin, cout, r, T);
+            else printf("  decoder.0  %4d -> %4d K 7 T %3d", cin, cout, T);
+            printf(" (%5.1f M MAC, %5.1f MB of weights): f32 %6.1f (%.3f ms)\n", macs / 1e6,
+                   4e-6 * cin * cout * K, s.med, macs / s.med / 1e6);
+        }
+        free(x), free(w), free(b), free(y), free(scr), free(wc);
+    }
     ops_free(&ctx);
 }
 
@@ -445,5 +497,6 @@ int main(int argc, char **argv) {
     bench_matvec(threads);
     bench_conv(threads);
     bench_codec_shapes();
+    bench_codec_f32_shapes();
     return 0;
 }

@@ -1235,6 +1235,9 @@ static void test_conv1d_kernels(void) {
         {200, 9, 7, 1, 1, 1, 300}, {400, 6, 1, 1, 1, 1, 200}, {256, 8, 3, 1, 2, 2, 400}, {240, 6, 4, 2, 1, 1, 260},
         /* K 1 there (packed blocks of channels x steps): grouped, strided */
         {512, 8, 1, 1, 1, 2, 200}, {300, 5, 1, 2, 1, 1, 400},
+        /* a block of input channels over the AVX2 kernel's 128 KiB: time blocks too (the last one short);
+         * K 2 (a packed transposed conv), dilated, grouped */
+        {192, 13, 2, 1, 1, 1, 2600}, {100, 12, 2, 1, 3, 1, 1800}, {192, 14, 7, 1, 1, 2, 1500},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {

@@ -10,8 +10,10 @@
  * call starts or ends.
  * Inputs too long to stay in L2 (a 4-frame chunk at 768 channels and up)
  * run in blocks of input channels whose partial sums wait in y (K 1: in
- * packed blocks of channels x steps): the same operations per output, in
- * the same order, so the same bits as one pass.
+ * packed blocks of channels x steps), and where a block's rows are still
+ * too long (the 8-24 kHz stages), in time blocks too: the same operations
+ * per output, in the same order, so the same bits as one pass. Whole 6 x 16
+ * tiles of K 1, 2 (a packed transposed conv) and 7 have their taps unrolled.
  * Transposed conv: vectorised over q for each output phase, scalar fmaf on
  * the edges (same terms, same order, same bits). */
 #include <immintrin.h>
@@ -37,6 +39,8 @@
  * blocks of C1_BLOCK_TAPS / k (at least 16) */
 #define C1_BLOCK_TAPS 168
 #define C1_BLOCK_MIN_BYTES (192u * 1024u)
+/* input bytes of a conv1d time block (conv1d_avx2), a quarter of a Zen 3 L2 */
+#define C1_L2_BYTES (128u * 1024u)
 /* K 1 convs over long inputs: floats of a packed block (32 KiB, L1) and its
  * input channels at most (steps: the rest, a multiple of 16) */
 #define K1_PACK 8192
@@ -57,9 +61,10 @@ AI __m256i lane_mask(int n) {
  * zero when i0 == 0, else from the partial sums left in y; the sums go back
  * to y, plus the bias once i1 == cin_g. x row of input channel i: xrow0 + i
  * of xm, from step xt. FULL: TV whole vectors of 8 steps, no masks. */
-AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g, int k,
-                const float *w, size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
+AI void c1_tile(int CO, int TV, int FULL, int KT, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g,
+                int k, const float *w, size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
     __m256 acc[CO_MAX][TVMAX];
+    const int K = KT ? KT : k;
 #pragma GCC unroll 6
     for (int c = 0; c < CO; c++) {
         const float *yo = y + (size_t)(o + c) * ys + t;
@@ -71,8 +76,9 @@ AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int
     }
     for (int i = i0; i < i1; i++) {
         const float *xr = xm->base + (size_t)(xrow0 + i) * xm->crs + xt;
-        const float *wi = w + (size_t)i * k;
-        for (int tap = 0; tap < k; tap++) {
+        const float *wi = w + (size_t)i * K;
+#pragma GCC unroll 7
+        for (int tap = 0; tap < K; tap++) {
             const float *xp = xr + xm->toff[tap];
             __m256 xv[TVMAX];
 #pragma GCC unroll 2
@@ -101,10 +107,21 @@ AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int
 
 /* The tile for CO channels at step t of the current range (rem steps), x
  * through XMP from row XR0 + i and step XT; then every CO, 1-6 */
+#define C1_CALL(CO, TV, FULL, KT, XMP, XR0, XT)                                                                        \
+    c1_tile(CO, TV, FULL, KT, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys)
 #define C1_TILE(CO, XMP, XR0, XT)                                                                                      \
-    if (rem == TVMAX * VL) c1_tile(CO, 2, 1, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);    \
-    else if (TV == 1) c1_tile(CO, 1, 0, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);         \
-    else c1_tile(CO, 2, 0, XMP, XR0, XT, i0, i1, cin_g, k, wo, wos, t, m, a->bias, o, a->y, ys);
+    if (rem == TVMAX * VL) C1_CALL(CO, 2, 1, 0, XMP, XR0, XT);                                                         \
+    else if (TV == 1) C1_CALL(CO, 1, 0, 0, XMP, XR0, XT);                                                              \
+    else C1_CALL(CO, 2, 0, 0, XMP, XR0, XT);
+/* the full tile with its tap count known to the compiler (the decoder's K 1,
+ * K 2: a packed transposed conv, K 7): the taps unrolled */
+#define C1_FULL_K(XMP, XR0, XT)                                                                                        \
+    switch (k) {                                                                                                       \
+    case 1: C1_CALL(CO_MAX, 2, 1, 1, XMP, XR0, XT); break;                                                             \
+    case 2: C1_CALL(CO_MAX, 2, 1, 2, XMP, XR0, XT); break;                                                             \
+    case 7: C1_CALL(CO_MAX, 2, 1, 7, XMP, XR0, XT); break;                                                             \
+    default: C1_CALL(CO_MAX, 2, 1, 0, XMP, XR0, XT); break;                                                            \
+    }
 #define C1_SWITCH(XMP, XR0, XT)                                                                                        \
     switch (CO) {                                                                                                      \
     case 1: C1_TILE(1, XMP, XR0, XT) break;                                                                            \
@@ -112,7 +129,10 @@ AI void c1_tile(int CO, int TV, int FULL, const xmap *xm, int xrow0, int xt, int
     case 3: C1_TILE(3, XMP, XR0, XT) break;                                                                            \
     case 4: C1_TILE(4, XMP, XR0, XT) break;                                                                            \
     case 5: C1_TILE(5, XMP, XR0, XT) break;                                                                            \
-    default: C1_TILE(6, XMP, XR0, XT) break;                                                                           \
+    default:                                                                                                           \
+        if (rem == TVMAX * VL) C1_FULL_K(XMP, XR0, XT)                                                                 \
+        else C1_TILE(6, XMP, XR0, XT)                                                                                  \
+        break;                                                                                                         \
     }
 
 /* K 1 over a long input: blocks of up to K1_CBMAX input channels x TB1 steps
@@ -190,20 +210,32 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
         conv1d_k1_packed(a, &xm, o0, o1, t_out);
         return;
     }
-    for (int o = o0; o < o1;) {
-        const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
-        const int CO = gend - o < CO_MAX ? gend - o : CO_MAX, ci0 = g * cin_g;
-        const float *wo = a->w + (size_t)o * wos;
-        for (int i0 = 0; i0 < cin_g; i0 += cb) {
-            const int i1 = cin_g - i0 < cb ? cin_g : i0 + cb;
-            for (int t = 0; t < t_out; t += TVMAX * VL) {
-                const int rem = t_out - t < TVMAX * VL ? t_out - t : TVMAX * VL;
-                const int TV = (rem + VL - 1) / VL;
-                const __m256i m = lane_mask(rem - (TV - 1) * VL);
-                C1_SWITCH(&xm, ci0, t)
+    /* Where even a block's rows would not stay in L2 over the whole range
+     * (the 8-24 kHz stages: K 7 at 96 channels, a K 2 transposed conv at 192),
+     * time blocks too, whose input over every input channel stays in L2
+     * while every tile of output channels passes. */
+    int tbs = t_out;
+    if ((size_t)cb * (size_t)a->t_in * sizeof(float) > C1_L2_BYTES) {
+        const long long tbl = (long long)(C1_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - (span - 1);
+        tbs = tbl < 4 * TVMAX * VL ? 4 * TVMAX * VL : (int)(tbl / (TVMAX * VL)) * TVMAX * VL;
+    }
+    for (int tb0 = 0; tb0 < t_out; tb0 += tbs) {
+        const int tb1 = t_out - tb0 < tbs ? t_out : tb0 + tbs;
+        for (int o = o0; o < o1;) {
+            const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
+            const int CO = gend - o < CO_MAX ? gend - o : CO_MAX, ci0 = g * cin_g;
+            const float *wo = a->w + (size_t)o * wos;
+            for (int i0 = 0; i0 < cin_g; i0 += cb) {
+                const int i1 = cin_g - i0 < cb ? cin_g : i0 + cb;
+                for (int t = tb0; t < tb1; t += TVMAX * VL) {
+                    const int rem = tb1 - t < TVMAX * VL ? tb1 - t : TVMAX * VL;
+                    const int TV = (rem + VL - 1) / VL;
+                    const __m256i m = lane_mask(rem - (TV - 1) * VL);
+                    C1_SWITCH(&xm, ci0, t)
+                }
             }
+            o += CO;
         }
-        o += CO;
     }
 }
 
