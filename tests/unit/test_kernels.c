@@ -2196,8 +2196,10 @@ static void test_neon_compiles(void) {
              "grep -q '^ok conv_q8_neon-nodot_bits_eq_scalar' %s/out.txt && "
              "grep -q '^ok conv_bf16_neon_bits_eq_scalar' %s/out.txt && "
              "grep -q '^ok snake_neon_vs_double' %s/out.txt && "
+             "grep -q '^ok conv1d_neon_vs_scalar' %s/out.txt && "
+             "grep -q '^ok conv_transpose1d_neon_as_conv1d' %s/out.txt && "
              "grep -q '^# [0-9]* passed, 0 failed' %s/out.txt && [ $rc -eq 0 ]",
-             d, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
+             d, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
     const int ok = system(cmd) == 0;
     if (!ok) {
         snprintf(cmd, sizeof cmd, "grep -v '^ok ' %s/out.txt | head -20 | sed 's/^/# aarch64: /'", dir);

@@ -1,13 +1,13 @@
-/* The transposed-conv driver of the x86 conv kernels, compiled once per ISA:
+/* The transposed-conv driver of the SIMD conv kernels, compiled once per ISA:
  * output channels in tiles of up to 4 -> per output phase p, the edge
  * outputs by conv_tr_edges_fma (conv.c) and the interior q in steps of
  * TVMAX vectors of VL -> tr_tile (the leaf) into tmp -> y[o][q stride + p].
- * Included after the leaf kernels by conv_avx2.c and conv_avx512.c, which
- * define first:
- *   CONV_ISA        the kernels' name suffix (avx2, avx512)
+ * Included after the leaf kernels by conv_avx2.c, conv_avx512.c and
+ * conv_neon.c, which define first:
+ *   CONV_ISA        the kernels' name suffix (avx2, avx512, neon)
  *   VL, TVMAX       floats per vector, vectors of time per tile
  *   conv_mask, lane_mask(n)  the type and value of the mask of a vector's
- *                   first n lanes (1 <= n <= VL)
+ *                   first n lanes (1 <= n <= VL; NEON: n itself)
  *   CONV_TR_TILES(CO)  tr_tile(CO, TV, a, o, p, M, q, m, tmp) for the
  *                   tile's vector count TV (1..TVMAX), CO constant
  * It defines conv_transpose1d_<isa>, the ops_kernels.conv_transpose1d entry

@@ -1,27 +1,30 @@
-/* NEON (AArch64 baseline, ARMv8.0) leaves of the int8 and BF16 convolutions
- * (conv_q8.h, conv_bf16.h have the contracts), and SnakeBeta; the channel
- * and time loops are the shared drivers conv_q8_driver.h and
- * conv_bf16_driver.h.
- * Dataflow: packed x [cin/4 or cin/2][t] -> CO output channels x TV vectors
- * of 4 steps -> y[cout][t].
+/* NEON (AArch64 baseline, ARMv8.0) leaves of the f32, int8 and BF16
+ * convolutions (conv.h, conv_q8.h, conv_bf16.h have the contracts), and
+ * SnakeBeta; the channel and time loops of the transposed, int8 and bf16
+ * convs are the shared drivers conv_driver.h, conv_q8_driver.h and
+ * conv_bf16_driver.h, the f32 conv1d's its own (as on x86).
+ * Dataflow: x [cin][t] (f32) or packed x [cin/4 or cin/2][t] -> CO output
+ * channels x TV vectors of 4 steps -> y[cout][t].
  * A partial last vector (1-3 steps) is loaded from a zero-padded copy and
  * stored through one, so nothing outside the valid steps is read or written
  * and a sample's arithmetic never depends on where a call starts or ends.
- * Bits: the int8 sums are exact integers, then the same f32 multiplies and
+ * Bits: the f32 convs fuse each multiply-add in the scalar order of conv.c's
+ * FMA code (the x86 tables' bits); the int8 sums are exact integers, then the same f32 multiplies and
  * adds in the same order as the scalar kernel (no FMA); the bf16 products
  * are exact in f32, so vfmaq in the header's order (odd channel, then even,
  * per pair) gives the scalar kernel's bits. The packs compute the scalar
  * packs' values lane by lane. Where the CPU has the dot product extension
  * (ops_dispatch: HWCAP_ASIMDDP) the int8 sums are sdot's, the same exact
  * integers; that path is built by GCC, or by any compiler targeting
- * dotprod. Only compiled on aarch64 (Makefile); both int8 paths, the bf16
- * one and SnakeBeta are tested against the scalar table under qemu-aarch64
- * (test_kernels), never timed on ARM hardware. */
+ * dotprod. Only compiled on aarch64 (Makefile); the f32 convs, both int8
+ * paths, the bf16 one and SnakeBeta are tested against the scalar table
+ * under qemu-aarch64 (test_kernels), never timed on ARM hardware. */
 #include <arm_neon.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
@@ -249,6 +252,181 @@ void conv_bf16_fill_neon(ops_kernels *k) {
     k->conv_bf16_pack = conv_bf16_pack_neon;
 }
 
+/* ------------------------------------------------------------ f32 */
+
+/* conv1d: register tiles of C1_CO output channels x C1_TV vectors of 4 steps
+ * (24 of the 32 registers accumulate); for each input channel (in order)
+ * and tap (in order) one broadcast weight multiply-added into each output,
+ * fused (vfmaq: fmaf's bits), then + bias: conv1d_fma_generic's operations
+ * (conv.c), so the same bits as the x86 tables' scalar code. Time blocks
+ * whose input over the group's channels stays in C1_L2_BYTES while every
+ * tile of output channels passes over it (the 8-24 kHz stages of the
+ * decoder); whole tiles of K 1, 2 and 7 have their taps unrolled. */
+#define C1_CO 6
+#define C1_TV 4
+#define C1_MAX_K 64
+#define C1_L2_BYTES (128u * 1024u)
+
+typedef struct xmap {
+    const float *base; /* input channel 0 (by phase when strided) */
+    size_t crs;        /* floats between input channels */
+    int toff[C1_MAX_K]; /* per tap */
+} xmap;
+
+/* CO output channels x TV vectors from step t; the last vector has nlast
+ * valid steps (1..4). KT: the tap count when known at compile time, else 0. */
+AI void c1_tile(int CO, int TV, int KT, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
+                int nlast, const float *bias, int o, float *y, size_t ys) {
+    float32x4_t acc[C1_CO][C1_TV];
+    const int K = KT ? KT : k;
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++) acc[c][v] = vdupq_n_f32(0.0f);
+    for (int i = 0; i < cin_g; i++) {
+        const float *xr = xm->base + (size_t)(ci0 + i) * xm->crs + t;
+        const float *wi = w + (size_t)i * K;
+#pragma GCC unroll 7
+        for (int tap = 0; tap < K; tap++) {
+            const float *xp = xr + xm->toff[tap];
+            float32x4_t xv[C1_TV];
+#pragma GCC unroll 4
+            for (int v = 0; v < TV; v++) xv[v] = v == TV - 1 ? load_f32_n(xp + VL * v, nlast) : vld1q_f32(xp + VL * v);
+#pragma GCC unroll 6
+            for (int c = 0; c < CO; c++) {
+                const float32x4_t wv = vld1q_dup_f32(wi + c * wos + tap);
+#pragma GCC unroll 4
+                for (int v = 0; v < TV; v++) acc[c][v] = vfmaq_f32(acc[c][v], wv, xv[v]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++) {
+        const float32x4_t b = vdupq_n_f32(bias ? bias[o + c] : 0.0f);
+        float *yo = y + (size_t)(o + c) * ys + t;
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++) {
+            const float32x4_t r = vaddq_f32(acc[c][v], b);
+            if (v == TV - 1) store_f32_n(yo + VL * v, r, nlast);
+            else vst1q_f32(yo + VL * v, r);
+        }
+    }
+}
+
+#define C1_CALL(CO, TV, KT) c1_tile(CO, TV, KT, &xm, ci0, cin_g, k, wo, wos, t, nlast, a->bias, o, a->y, ys)
+#define C1_TVS(CO)                                                                                                     \
+    switch (TV) {                                                                                                      \
+    case 1: C1_CALL(CO, 1, 0); break;                                                                                  \
+    case 2: C1_CALL(CO, 2, 0); break;                                                                                  \
+    case 3: C1_CALL(CO, 3, 0); break;                                                                                  \
+    default: C1_CALL(CO, 4, 0); break;                                                                                 \
+    }
+
+static void conv1d_neon(const ops_conv_args *a, int o0, int o1) {
+    const int k = a->k, s = a->stride, d = a->dilation;
+    const int span = d * (k - 1) + 1;
+    if (a->t_in < span) return;
+    if (k > C1_MAX_K || (s > 1 && !a->xph)) {
+        conv1d_fma_generic(a, o0, o1);
+        return;
+    }
+    const int t_out = (a->t_in - span) / s + 1;
+    const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    xmap xm;
+    if (s == 1) {
+        xm.base = a->x;
+        xm.crs = (size_t)a->x_stride;
+        for (int tap = 0; tap < k; tap++) xm.toff[tap] = tap * d;
+    } else {
+        xm.base = a->xph;
+        xm.crs = (size_t)s * a->ph_len;
+        for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
+    }
+    const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
+    const int tw = C1_TV * VL;
+    const long long tbl = (long long)(C1_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - (span - 1);
+    const int tb = tbl < 4 * tw ? 4 * tw : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / tw) * tw;
+    for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
+        const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
+        for (int o = o0; o < o1;) {
+            const int g = o / cout_g, gend = (g + 1) * cout_g < o1 ? (g + 1) * cout_g : o1;
+            const int CO = gend - o < C1_CO ? gend - o : C1_CO, ci0 = g * cin_g;
+            const float *wo = a->w + (size_t)o * wos;
+            for (int t = tb0; t < tb1; t += tw) {
+                const int rem = tb1 - t < tw ? tb1 - t : tw;
+                const int TV = (rem + VL - 1) / VL, nlast = rem - (TV - 1) * VL;
+                switch (CO) {
+                case 1: C1_TVS(1) break;
+                case 2: C1_TVS(2) break;
+                case 3: C1_TVS(3) break;
+                case 4: C1_TVS(4) break;
+                case 5: C1_TVS(5) break;
+                default:
+                    if (rem == tw) {
+                        switch (k) {
+                        case 1: C1_CALL(C1_CO, C1_TV, 1); break;
+                        case 2: C1_CALL(C1_CO, C1_TV, 2); break;
+                        case 7: C1_CALL(C1_CO, C1_TV, 7); break;
+                        default: C1_CALL(C1_CO, C1_TV, 0); break;
+                        }
+                    } else {
+                        C1_TVS(C1_CO)
+                    }
+                    break;
+                }
+            }
+            o += CO;
+        }
+    }
+}
+
+/* Transposed conv, interior outputs of phase p, q in [q, q + 4 TV): every m
+ * in [0, M) present; terms in the scalar kernel's order (input channel, then
+ * input step ascending), fused, + bias. The edges: conv_tr_edges_fma (conv.c). */
+#define TVMAX 4
+AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int q, int nlast,
+                float tmp[4][TVMAX * VL]) {
+    const int s = a->stride, k = a->k, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
+    const int g = o / cout_g, og = o % cout_g;
+    float32x4_t acc[4][TVMAX];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++) acc[c][v] = vdupq_n_f32(0.0f);
+    for (int i = 0; i < cin_g; i++) {
+        const int ci = g * cin_g + i;
+        const float *xi = a->x + (size_t)ci * a->x_stride + q;
+        const float *wi = a->w + ((size_t)ci * cout_g + og) * k + p;
+        for (int m = M - 1; m >= 0; m--) {
+            const float *xp = xi - m;
+            float32x4_t xv[TVMAX];
+#pragma GCC unroll 4
+            for (int v = 0; v < TV; v++) xv[v] = v == TV - 1 ? load_f32_n(xp + VL * v, nlast) : vld1q_f32(xp + VL * v);
+#pragma GCC unroll 4
+            for (int c = 0; c < CO; c++) {
+                const float32x4_t wv = vld1q_dup_f32(wi + (size_t)c * k + (size_t)m * s);
+#pragma GCC unroll 4
+                for (int v = 0; v < TV; v++) acc[c][v] = vfmaq_f32(acc[c][v], wv, xv[v]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++) {
+        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
+#pragma GCC unroll 4
+        for (int v = 0; v < TV; v++) vst1q_f32(tmp[c] + VL * v, vaddq_f32(acc[c][v], b));
+    }
+}
+
+#define CONV_TR_TILES(CO)                                                                                              \
+    switch (TV) {                                                                                                      \
+    case 1: tr_tile(CO, 1, a, o, p, M, q, m, tmp); break;                                                              \
+    case 2: tr_tile(CO, 2, a, o, p, M, q, m, tmp); break;                                                              \
+    case 3: tr_tile(CO, 3, a, o, p, M, q, m, tmp); break;                                                              \
+    default: tr_tile(CO, 4, a, o, p, M, q, m, tmp); break;                                                             \
+    }
+#include "backend/cpu/conv_driver.h"
+
 /* ------------------------------------------------------------ SnakeBeta */
 
 /* sin(u)^2 for |u| <= 8192: the reduction by pi and the sine polynomial of
@@ -302,4 +480,8 @@ static void snake_neon(float *y, const float *x, int T, float a, float inv_b) {
     }
 }
 
-void conv_fill_neon(ops_kernels *k) { k->snake = snake_neon; }
+void conv_fill_neon(ops_kernels *k) {
+    k->conv1d = conv1d_neon;
+    k->conv_transpose1d = conv_transpose1d_neon;
+    k->snake = snake_neon;
+}
