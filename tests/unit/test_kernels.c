@@ -1238,6 +1238,8 @@ static void test_conv1d_kernels(void) {
         /* a block of input channels over the AVX2 kernel's 128 KiB: time blocks too (the last one short);
          * K 2 (a packed transposed conv), dilated, grouped */
         {192, 13, 2, 1, 1, 1, 2600}, {100, 12, 2, 1, 3, 1, 1800}, {192, 14, 7, 1, 1, 2, 1500},
+        /* K 1 over a long input of few channels (packed blocks of all of them), grouped too */
+        {96, 13, 1, 1, 1, 1, 900}, {128, 12, 1, 1, 1, 2, 1000},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     for (int t = 1; t < n_tables; t++) {
@@ -1835,6 +1837,8 @@ static void test_conv_q8(void) {
         {4, 6, 7, 1, 30},  {5, 7, 7, 3, 61},   {3, 1, 1, 1, 9},    {13, 13, 2, 1, 40}, {96, 25, 7, 9, 300},
         {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70}, {7, 5, 7, 2, 13},   {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
         {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23},
+        /* an input over the drivers' 128 KiB time block: three blocks, the last short */
+        {200, 9, 7, 3, 1500},
     };
     const ops_kernels *ref = ops_kernels_scalar();
     int bound_ok = 1, stream_ok = 1, thr_ok = 1;
