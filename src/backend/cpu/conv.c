@@ -111,6 +111,26 @@ FMA_CODE void conv_tr_edges_fma(const ops_conv_args *a, int o, int n, int p, con
     }
 }
 
+int ops_conv_xmap_of(const ops_conv_args *a, ops_conv_xmap *xm) {
+    const int k = a->k, s = a->stride, d = a->dilation;
+    if (k > OPS_CONV_MAX_K || (s > 1 && !a->xph)) return 0;
+    if (s == 1) {
+        xm->base = a->x;
+        xm->crs = (size_t)a->x_stride;
+        for (int tap = 0; tap < k; tap++) xm->toff[tap] = tap * d;
+    } else {
+        xm->base = a->xph;
+        xm->crs = (size_t)s * a->ph_len;
+        for (int tap = 0; tap < k; tap++) xm->toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
+    }
+    return 1;
+}
+
+int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min) {
+    const long long tbl = (long long)(bytes / (sizeof(float) * (size_t)cin_g)) - (span - 1);
+    return tbl < min ? min : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / step) * step;
+}
+
 static const ops_kernels *g_default;
 static pthread_once_t g_default_once = PTHREAD_ONCE_INIT;
 static void default_init(void) { g_default = ops_kernels_best(); }

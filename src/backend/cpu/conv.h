@@ -121,6 +121,25 @@ int ops_conv_time_split(const ops_ctx *c, const ops_conv_args *a, int transposed
 void ops_conv_run_time(const ops_ctx *c, void (*fn)(const ops_conv_args *, int, int), const ops_conv_args *a,
                        int transposed);
 
+/* The input rows of a conv1d's SIMD tiles (conv_avx2.c, conv_avx512.c,
+ * conv_neon.c): for input channel i and tap j the row at output step 0 is
+ * base + i crs + toff[j] (stride 1: x itself; stride > 1: the phase rows of
+ * a->xph). ops_conv_xmap_of fills it and returns 1, or 0 where the tiles do
+ * not take the conv (more than OPS_CONV_MAX_K taps, or stride > 1 without
+ * xph: conv1d_fma_generic runs it then). */
+#define OPS_CONV_MAX_K 64
+typedef struct ops_conv_xmap {
+    const float *base;
+    size_t crs;
+    int toff[OPS_CONV_MAX_K];
+} ops_conv_xmap;
+int ops_conv_xmap_of(const ops_conv_args *a, ops_conv_xmap *xm);
+
+/* Output steps of a conv1d time block whose input over cin_g channels (its
+ * steps plus span - 1) fits in bytes: a multiple of step, at least min,
+ * at most 2^24. */
+int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min);
+
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel
  * table entries of ops_kernels_scalar). */
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);

@@ -29,7 +29,6 @@
 #define AI static inline __attribute__((always_inline))
 #define VL 8
 #define TVMAX 2
-#define MAX_K 64
 /* output channels of a conv1d register tile: 6 x 2 vectors of time = 12
  * accumulators, enough independent sums for two FMA units (the kernel
  * alone: 76-82 GFLOP/s on one Zen 3 core against 65-67 with 4 x 2;
@@ -46,12 +45,6 @@
 #define K1_PACK 8192
 #define K1_CBMAX 128
 
-typedef struct xmap {
-    const float *base;
-    size_t crs;
-    int toff[MAX_K];
-} xmap;
-
 typedef __m256i conv_mask;
 AI __m256i lane_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -60,8 +53,10 @@ AI __m256i lane_mask(int n) {
 /* Input channels [i0, i1) of the group's cin_g into the outputs' sums: from
  * zero when i0 == 0, else from the partial sums left in y; the sums go back
  * to y, plus the bias once i1 == cin_g. x row of input channel i: xrow0 + i
- * of xm, from step xt. FULL: TV whole vectors of 8 steps, no masks. */
-AI void c1_tile(int CO, int TV, int FULL, int KT, const xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g,
+ * of xm, from step xt. FULL: TV whole vectors of 8 steps, no masks. KT:
+ * the tap count when the caller knows it at compile time (1, 2, 7: the taps
+ * unrolled), else 0 (k taps, a loop). */
+AI void c1_tile(int CO, int TV, int FULL, int KT, const ops_conv_xmap *xm, int xrow0, int xt, int i0, int i1, int cin_g,
                 int k, const float *w, size_t wos, int t, __m256i mlast, const float *bias, int o, float *y, size_t ys) {
     __m256 acc[CO_MAX][TVMAX];
     const int K = KT ? KT : k;
@@ -141,13 +136,13 @@ AI void c1_tile(int CO, int TV, int FULL, int KT, const xmap *xm, int xrow0, int
  * range; the sums wait in y between channel blocks, as in conv1d_avx2. Its
  * own function: the block's buffer would otherwise weigh on the main loop's
  * frame (measured: the K 7 tiles ~15 % slower with it inline). */
-__attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, const xmap *xm, int o0, int o1,
+__attribute__((noinline)) static void conv1d_k1_packed(const ops_conv_args *a, const ops_conv_xmap *xm, int o0, int o1,
                                                        int t_out) {
     const int k = 1, cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
     const size_t wos = (size_t)cin_g, ys = (size_t)a->y_stride;
     const int CB1 = cin_g < K1_CBMAX ? cin_g : K1_CBMAX, TB1 = K1_PACK / CB1 / 16 * 16;
     _Alignas(32) float pk[K1_PACK];
-    xmap pm; /* the packed block: row i - i0, step t - tb */
+    ops_conv_xmap pm; /* the packed block: row i - i0, step t - tb */
     pm.base = pk;
     pm.crs = (size_t)TB1;
     pm.toff[0] = 0;
@@ -181,22 +176,13 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, s = a->stride, d = a->dilation;
     const int span = d * (k - 1) + 1;
     if (a->t_in < span) return;
-    if (k > MAX_K || (s > 1 && !a->xph)) {
+    ops_conv_xmap xm;
+    if (!ops_conv_xmap_of(a, &xm)) {
         conv1d_fma_generic(a, o0, o1);
         return;
     }
     const int t_out = (a->t_in - span) / s + 1;
     const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    xmap xm;
-    if (s == 1) {
-        xm.base = a->x;
-        xm.crs = (size_t)a->x_stride;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = tap * d;
-    } else {
-        xm.base = a->xph;
-        xm.crs = (size_t)s * a->ph_len;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
-    }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
     /* Where the input would not stay in L2 across the output channels (a
      * long chunk: 8-24 kHz, or 768 channels over 4 frames), the input channels
@@ -217,10 +203,8 @@ static void conv1d_avx2(const ops_conv_args *a, int o0, int o1) {
      * time blocks too, whose input over every input channel stays in L2
      * while every tile of output channels passes. */
     int tbs = t_out;
-    if ((size_t)cb * (size_t)a->t_in * sizeof(float) > C1_L2_BYTES) {
-        const long long tbl = (long long)(C1_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - (span - 1);
-        tbs = tbl < 4 * TVMAX * VL ? 4 * TVMAX * VL : (int)(tbl / (TVMAX * VL)) * TVMAX * VL;
-    }
+    if ((size_t)cb * (size_t)a->t_in * sizeof(float) > C1_L2_BYTES)
+        tbs = ops_conv_time_block(cin_g, span, C1_L2_BYTES, TVMAX * VL, 4 * TVMAX * VL);
     for (int tb0 = 0; tb0 < t_out; tb0 += tbs) {
         const int tb1 = t_out - tb0 < tbs ? t_out : tb0 + tbs;
         for (int o = o0; o < o1;) {

@@ -27,7 +27,6 @@
 #define AI static inline __attribute__((always_inline))
 #define VL 16
 #define TVMAX 4
-#define MAX_K 64
 /* Output channels of a conv1d register tile: 6 x 4 vectors of time (24
  * accumulators) where the range has 64 steps or more; where a call has only
  * one or two vectors of time (the 1-2 kHz stages of a short chunk), 12 x 1
@@ -40,16 +39,9 @@
 typedef __mmask16 conv_mask;
 AI __mmask16 lane_mask(int n) { return (__mmask16)((1u << n) - 1u); }
 
-/* x addressing for conv1d: input channel ci, tap -> pointer to output step 0 */
-typedef struct xmap {
-    const float *base; /* input channel 0 */
-    size_t crs;        /* floats between input channels */
-    int toff[MAX_K];   /* per tap */
-} xmap;
-
 /* CO output channels x TV vectors; KT = the tap count when the caller knows
  * it at compile time (1, 2, 7: unrolled), else 0 (k taps, a loop). */
-AI void c1_tile(int CO, int TV, int KT, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
+AI void c1_tile(int CO, int TV, int KT, const ops_conv_xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
                 __mmask16 mlast, const float *bias, int o, float *y, size_t ys) {
     __m512 acc[C1_CO_MAX][4];
     const int K = KT ? KT : k;
@@ -115,29 +107,19 @@ static void conv1d_avx512(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, s = a->stride, d = a->dilation;
     const int span = d * (k - 1) + 1;
     if (a->t_in < span) return;
-    if (k > MAX_K || (s > 1 && !a->xph)) {
+    ops_conv_xmap xm;
+    if (!ops_conv_xmap_of(a, &xm)) {
         conv1d_fma_generic(a, o0, o1);
         return;
     }
     const int t_out = (a->t_in - span) / s + 1;
     const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    xmap xm;
-    if (s == 1) {
-        xm.base = a->x;
-        xm.crs = (size_t)a->x_stride;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = tap * d;
-    } else {
-        xm.base = a->xph;
-        xm.crs = (size_t)s * a->ph_len;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
-    }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
     /* Time blocks whose input (cin_g rows of tb + span steps) stays in L2
      * while every output channel of the range passes over it, so a long
      * chunk (the 8-24 kHz blocks) reads x from L3 once, not once per tile of
      * channels. The order of each output's terms is the same in any block. */
-    const long long tbl = (long long)(OPS_CONV_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - span;
-    const int tb = tbl < 4 * VL ? 4 * VL : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / (4 * VL)) * 4 * VL;
+    const int tb = ops_conv_time_block(cin_g, span + 1, OPS_CONV_L2_BYTES, 4 * VL, 4 * VL);
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
         const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
         /* 12-channel tiles of one or two vectors where the whole block is that

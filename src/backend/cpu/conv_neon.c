@@ -264,18 +264,11 @@ void conv_bf16_fill_neon(ops_kernels *k) {
  * decoder); whole tiles of K 1, 2 and 7 have their taps unrolled. */
 #define C1_CO 6
 #define C1_TV 4
-#define C1_MAX_K 64
 #define C1_L2_BYTES (128u * 1024u)
-
-typedef struct xmap {
-    const float *base; /* input channel 0 (by phase when strided) */
-    size_t crs;        /* floats between input channels */
-    int toff[C1_MAX_K]; /* per tap */
-} xmap;
 
 /* CO output channels x TV vectors from step t; the last vector has nlast
  * valid steps (1..4). KT: the tap count when known at compile time, else 0. */
-AI void c1_tile(int CO, int TV, int KT, const xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
+AI void c1_tile(int CO, int TV, int KT, const ops_conv_xmap *xm, int ci0, int cin_g, int k, const float *w, size_t wos, int t,
                 int nlast, const float *bias, int o, float *y, size_t ys) {
     float32x4_t acc[C1_CO][C1_TV];
     const int K = KT ? KT : k;
@@ -326,26 +319,16 @@ static void conv1d_neon(const ops_conv_args *a, int o0, int o1) {
     const int k = a->k, s = a->stride, d = a->dilation;
     const int span = d * (k - 1) + 1;
     if (a->t_in < span) return;
-    if (k > C1_MAX_K || (s > 1 && !a->xph)) {
+    ops_conv_xmap xm;
+    if (!ops_conv_xmap_of(a, &xm)) {
         conv1d_fma_generic(a, o0, o1);
         return;
     }
     const int t_out = (a->t_in - span) / s + 1;
     const int cin_g = a->cin / a->groups, cout_g = a->cout / a->groups;
-    xmap xm;
-    if (s == 1) {
-        xm.base = a->x;
-        xm.crs = (size_t)a->x_stride;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = tap * d;
-    } else {
-        xm.base = a->xph;
-        xm.crs = (size_t)s * a->ph_len;
-        for (int tap = 0; tap < k; tap++) xm.toff[tap] = (tap * d) % s * a->ph_len + (tap * d) / s;
-    }
     const size_t wos = (size_t)cin_g * k, ys = (size_t)a->y_stride;
     const int tw = C1_TV * VL;
-    const long long tbl = (long long)(C1_L2_BYTES / (sizeof(float) * (size_t)cin_g)) - (span - 1);
-    const int tb = tbl < 4 * tw ? 4 * tw : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / tw) * tw;
+    const int tb = ops_conv_time_block(cin_g, span, C1_L2_BYTES, tw, 4 * tw);
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
         const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
         for (int o = o0; o < o1;) {
