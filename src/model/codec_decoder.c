@@ -9,6 +9,7 @@
 #include "backend/cpu/conv.h"
 #include "model/codec_decoder_impl.h"
 #include "model/codec_vulkan.h"
+#include "util/dtype.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -633,7 +634,7 @@ static int make_mats_bf16(codec_decoder *d) {
         keep[i] = (codec_mat_keep){m[i], *m[i]};
         const size_t ne = (size_t)m[i]->rows * m[i]->cols;
         const float *f = m[i]->data;
-        for (size_t j = 0; j < ne; j++) buf[off + j] = conv_bf16_round(f[j]);
+        for (size_t j = 0; j < ne; j++) buf[off + j] = f32_to_bf16(f[j]);
         if (!is_owned(d, f)) st_release(&d->st, f, sizeof(float) * ne);
         m[i]->data = buf + off;
         m[i]->dtype = DT_BF16;

@@ -459,7 +459,7 @@ static void bench_codec_f32_shapes(void) {
         if (!x || !w || !b || !y || !scr || (tr && !wc)) {
             printf("  out of memory\n");
         } else {
-            const double macs = (double)cin * cout * K * (tr ? T : T);
+            const double macs = (double)cin * cout * K * T;
             double v[REPS];
             for (int rep = -1; rep < REPS; rep++) {
                 const double t0 = now_s();

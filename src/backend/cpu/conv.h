@@ -135,9 +135,10 @@ typedef struct ops_conv_xmap {
 } ops_conv_xmap;
 int ops_conv_xmap_of(const ops_conv_args *a, ops_conv_xmap *xm);
 
-/* Output steps of a conv1d time block whose input over cin_g channels (its
- * steps plus span - 1) fits in bytes: a multiple of step, at least min,
- * at most 2^24. */
+/* Output steps of a conv1d time block whose input over cin_g channels of
+ * floats (its steps plus span - 1) fits in bytes: a multiple of step, at
+ * least min, at most 2^24 (the int8 driver asks for cin4 / 4 "channels":
+ * its packed steps are cin4 bytes). */
 int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min);
 
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel

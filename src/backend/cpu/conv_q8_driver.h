@@ -22,11 +22,10 @@
 static void Q8_CAT(conv1d_q8, CONV_ISA)(const ops_conv_q8_args *a, int o0, int o1) {
     const int span = a->dilation * (a->k - 1), t_out = a->t_in - span;
     if (t_out <= 0) return;
-    /* time blocks whose packed input (cin4 bytes a step) stays within
-     * Q8_BLOCK_BYTES while every tile of output channels passes over it */
-    const int tw = Q8_TV * VL;
-    const long long tbl = (long long)(Q8_BLOCK_BYTES / (size_t)a->cin4) - span;
-    const int tb = tbl < 4 * tw ? 4 * tw : tbl >= t_out ? t_out : (int)(tbl / tw) * tw;
+    /* time blocks whose packed input (cin4 bytes a step, as many as cin4 / 4
+     * floats) stays within Q8_BLOCK_BYTES while every tile of output
+     * channels passes over it */
+    const int tw = Q8_TV * VL, tb = ops_conv_time_block(a->cin4 / 4, span + 1, Q8_BLOCK_BYTES, tw, 4 * tw);
     for (int tb0 = 0; tb0 < t_out; tb0 += tb) {
         const int tb1 = t_out - tb0 < tb ? t_out : tb0 + tb;
         for (int o = o0; o < o1;) {
