@@ -27,6 +27,7 @@
 
 #include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
@@ -434,52 +435,69 @@ static void bench_codec_shapes(void) {
     ops_free(&ctx);
 }
 
-/* The codec decoder's convs that every format but bf16 keeps in f32, at the
- * shapes of a 4-frame chunk, one thread: decoder.0 (K 7, 1024 -> 1536 over
- * 16 steps) and the vocoder blocks' transposed convs (stride r, K 2r), run as
- * the decoder runs them (ops_conv_transpose1d_pack_conv: a K 2 conv1d with
- * r x cout output channels, then the interleave of the phases). */
+/* The convs the q8 format keeps out of int8 (decoder.0, the transposed convs
+ * as their packed K 2 conv1d, the residual units' 1x1 convs), at the shapes
+ * of a 4-frame chunk: f32 against int16 (input packing included). */
 static void bench_codec_f32_shapes(void) {
     static const int Ci[4] = {1536, 768, 384, 192}, Ti[4] = {16, 128, 640, 2560}, Rs[4] = {8, 5, 4, 3};
     ops_ctx ctx;
     ops_init(&ctx, 1, 0);
-    printf("\ncodec f32 convs, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n", ctx.k->name, REPS);
-    for (int sh = -1; sh < 4; sh++) {
-        const int tr = sh >= 0, cin = tr ? Ci[sh] : 1024, cout = tr ? Ci[sh] / 2 : 1536, T = tr ? Ti[sh] : 16;
-        const int r = tr ? Rs[sh] : 1, K = tr ? 2 * r : 7, tin = tr ? T + 1 : T + 6;
+    printf("\ncodec convs q8 keeps out of int8, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n",
+           ctx.k->name, REPS);
+    for (int sh = -1; sh < 8; sh++) {
+        /* -1 decoder.0, 0-3 transposed, 4-7 the 1x1 convs after them */
+        const int tr = sh >= 0 && sh < 4, k1 = sh >= 4, st = k1 ? sh - 4 : sh;
+        const int cin = tr ? Ci[st] : k1 ? Ci[st] / 2 : 1024, cout = tr || k1 ? Ci[st] / 2 : 1536;
+        const int r = tr ? Rs[st] : 1, T = tr ? Ti[st] : k1 ? Ti[st] * Rs[st] : 16, K = tr ? 2 * r : k1 ? 1 : 7;
+        const int tin = tr ? T + 1 : T + K - 1;
         float *x = malloc(sizeof(float) * cin * tin), *w = malloc(sizeof(float) * cin * cout * K);
         float *b = malloc(sizeof(float) * cout), *y = malloc(sizeof(float) * cout * T * r);
         float *scr = malloc(sizeof(float) * cout * T * r), *wc = NULL;
+        void *qs = aligned_alloc(64, ops_conv_i16_scratch_bytes(cin, tin + 2));
+        conv_i16_w q = {0};
+        int qok = 0;
         if (x && w && b) {
             for (size_t i = 0; i < (size_t)cin * tin; i++) x[i] = rnd();
             for (size_t i = 0; i < (size_t)cin * cout * K; i++) w[i] = rnd() * 0.05f;
             for (int i = 0; i < cout; i++) b[i] = rnd();
             if (tr) wc = ops_conv_transpose1d_pack_conv(w, b, cin, cout, K, r);
+            if (tr && wc) qok = conv_i16_w_make(&q, wc, wc + (size_t)r * cout * cin * 2, r * cout, cin, 2);
+            else if (!tr) qok = conv_i16_w_make(&q, w, b, cout, cin, K);
         }
-        if (!x || !w || !b || !y || !scr || (tr && !wc)) {
+        if (!x || !w || !b || !y || !scr || !qs || !qok) {
             printf("  out of memory\n");
         } else {
             const double macs = (double)cin * cout * K * T;
-            double v[REPS];
-            for (int rep = -1; rep < REPS; rep++) {
-                const double t0 = now_s();
-                if (tr) ops_conv_transpose1d_conv_ctx(&ctx, x, cin, tin, tin, wc, cout, K, r, r, r + T * r, y, T * r, scr);
-                else ops_conv1d_ctx(&ctx, x, cin, tin, tin, w, b, cout, K, 1, 1, 1, y, T);
-                if (rep >= 0) v[rep] = macs / (now_s() - t0) / 1e9;
-            }
-            const stat3 s = stats(v, REPS);
+            double v[2][REPS];
+            for (int rep = -1; rep < REPS; rep++)
+                for (int f = 0; f < 2; f++) {
+                    const double t0 = now_s();
+                    if (tr && !f) ops_conv_transpose1d_conv_ctx(&ctx, x, cin, tin, tin, wc, cout, K, r, r, r + T * r, y, T * r, scr);
+                    else if (tr) ops_conv_transpose1d_i16_ctx(&ctx, x, cin, tin, tin, &q, cout, K, r, r, r + T * r, y, T * r, scr, qs);
+                    else if (!f) ops_conv1d_ctx(&ctx, x, cin, tin, tin, w, b, cout, K, 1, 1, 1, y, T);
+                    else ops_conv1d_i16_ctx(&ctx, x, cin, tin, tin, &q, 1, y, T, qs);
+                    if (rep >= 0) v[f][rep] = macs / (now_s() - t0) / 1e9;
+                }
+            const stat3 s = stats(v[0], REPS), si = stats(v[1], REPS);
             if (tr) printf("  transposed %4d -> %3d r %d T %4d", cin, cout, r, T);
+            else if (k1) printf("  1x1        %4d -> %3d     T %4d", cin, cout, T);
             else printf("  decoder.0  %4d -> %4d K 7 T %3d", cin, cout, T);
-            printf(" (%5.1f M MAC, %5.1f MB of weights): f32 %6.1f (%.3f ms)\n", macs / 1e6,
-                   4e-6 * cin * cout * K, s.med, macs / s.med / 1e6);
+            printf(" (%5.1f M MAC): f32 %6.1f (%.3f ms), int16 %6.1f (%.3f ms)\n", macs / 1e6, s.med,
+                   macs / s.med / 1e6, si.med, macs / si.med / 1e6);
         }
-        free(x), free(w), free(b), free(y), free(scr), free(wc);
+        conv_i16_w_free(&q);
+        free(x), free(w), free(b), free(y), free(scr), free(wc), free(qs);
     }
     ops_free(&ctx);
 }
 
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 2;
+    if (argc > 2 && !strcmp(argv[2], "codec")) { /* the codec decoder's tables alone */
+        bench_codec_shapes();
+        bench_codec_f32_shapes();
+        return 0;
+    }
     const ops_cpu *c = ops_cpu_features();
     printf("kbench: cpu avx2 %d avx512 %d vnni %d bf16 %d; threads %d; default table %s\n", c->avx2, c->avx512,
            c->avx512_vnni, c->avx512_bf16, threads, ops_kernels_best()->name);

@@ -131,6 +131,40 @@ int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min) {
     return tbl < min ? min : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / step) * step;
 }
 
+typedef struct split_job {
+    void (*run)(const void *job, int o0, int o1);
+    const void *job;
+    int cout, per;
+} split_job;
+
+static void split_task(void *arg, int t, int n_tasks) {
+    (void)n_tasks;
+    const split_job *j = arg;
+    const int o0 = t * j->per, o1 = o0 + j->per < j->cout ? o0 + j->per : j->cout;
+    if (o0 < o1) j->run(j->job, o0, o1);
+}
+
+void ops_conv_split_ctx(const ops_ctx *c, int cout, long long macs, void (*run)(const void *job, int o0, int o1),
+                        const void *job) {
+    const int nt = c ? c->n_threads : 1;
+    if (nt > 1 && macs >= (1 << 21) && cout >= 24) {
+        const int n_tasks = nt * 2, per = ((cout + n_tasks - 1) / n_tasks + 11) / 12 * 12;
+        split_job j = {run, job, cout, per};
+        ops_parallel(c, split_task, &j, (cout + per - 1) / per);
+    } else {
+        run(job, 0, cout);
+    }
+}
+
+int ops_conv_transpose_window(int t_in, int k, int stride, int t0, int t1, int *u0, int *nu) {
+    if (stride <= 0 || k <= 0 || k % stride || t1 <= t0 || t0 % stride || t1 % stride) return 0;
+    const int kk = k / stride;
+    if (t0 < (kk - 1) * stride || t1 > t_in * stride) return 0;
+    *u0 = t0 / stride - (kk - 1);
+    *nu = (t1 - t0) / stride;
+    return 1;
+}
+
 static const ops_kernels *g_default;
 static pthread_once_t g_default_once = PTHREAD_ONCE_INIT;
 static void default_init(void) { g_default = ops_kernels_best(); }
@@ -253,10 +287,9 @@ static void interleave_task(void *arg, int t, int n_tasks) {
 int ops_conv_transpose1d_conv_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const float *wc,
                                   int cout, int k, int stride, int t0, int t1, float *y, int y_stride,
                                   float *scratch) {
-    if (!wc || !scratch || stride <= 0 || k <= 0 || k % stride || t1 <= t0 || t0 % stride || t1 % stride) return 0;
-    const int kk = k / stride;
-    if (t0 < (kk - 1) * stride || t1 > t_in * stride) return 0;
-    const int u0 = t0 / stride - (kk - 1), nu = (t1 - t0) / stride, cc = stride * cout;
+    int u0, nu;
+    if (!wc || !scratch || !ops_conv_transpose_window(t_in, k, stride, t0, t1, &u0, &nu)) return 0;
+    const int kk = k / stride, cc = stride * cout;
     const float *bias = wc + (size_t)cc * cin * kk;
     conv1d_any(c, c ? c->k : default_kernels(), x + u0, cin, nu + kk - 1, x_stride, wc, bias, cc, kk, 1, 1, 1,
                scratch, nu);

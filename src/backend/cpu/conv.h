@@ -141,6 +141,23 @@ int ops_conv_xmap_of(const ops_conv_args *a, ops_conv_xmap *xm);
  * its packed steps are cin4 bytes). */
 int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min);
 
+/* Name pasting for the drivers compiled once per ISA: CONV_CAT(conv1d_q8, avx2) is conv1d_q8_avx2. */
+#define CONV_CAT2(a, b) a##_##b
+#define CONV_CAT(a, b) CONV_CAT2(a, b)
+
+/* Output channels [0, cout) of a packed-input conv (int8, int16, bf16) by
+ * run(job, o0, o1): over the context's threads in ranges of a multiple of 12
+ * channels (whole tiles on every table) when macs is large, else in one call
+ * (c may be NULL). */
+void ops_conv_split_ctx(const ops_ctx *c, int cout, long long macs, void (*run)(const void *job, int o0, int o1),
+                        const void *job);
+
+/* A transposed conv of kernel k and stride run as its packed conv1d (kk = k /
+ * stride taps) over the output window [t0, t1): 1 with the conv1d's first
+ * input step *u0 and its output steps *nu when the window rules of
+ * ops_conv_transpose1d_conv_ctx hold, else 0. */
+int ops_conv_transpose_window(int t_in, int k, int stride, int t0, int t1, int *u0, int *nu);
+
 /* Scalar reference convolutions over output channels [o0, o1) (the kernel
  * table entries of ops_kernels_scalar). */
 void conv1d_scalar(const ops_conv_args *a, int o0, int o1);

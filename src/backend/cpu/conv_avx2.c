@@ -23,6 +23,7 @@
 
 #include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
 
@@ -326,6 +327,17 @@ void conv_fill_avx2(ops_kernels *k) {
 
 /* ------------------------------------------------------------ int8 */
 
+/* acc + vpmaddwd(x, w), the sum kept in acc's register (the int8 and int16
+ * tiles): with the intrinsics GCC 12 writes each sum to a new register and
+ * copies it back, one move per product, and spills a sum of a 4 x 2 tile (a
+ * store and a reload per step of the channel loop). */
+AI __m256i madd_acc(__m256i acc, __m256i x, __m256i w) {
+    __m256i t;
+    __asm__("vpmaddwd %2, %3, %1\n\tvpaddd %1, %0, %0" : "+x"(acc), "=&x"(t) : "x"(w), "x"(x));
+    return acc;
+}
+
+
 /* CO output channels x TV vectors of 8 steps from t: per tap, the integer
  * sums over input channels, 4 channels a lane: x's bytes back to signed
  * (^ 0x80), then vpmaddubsw of |x| by w with x's sign (vpsignb) -- each pair
@@ -374,7 +386,7 @@ AI void q8_tile(int CO, int TV, int FULL, const ops_conv_q8_args *a, int o, int 
 #pragma GCC unroll 2
                 for (int v = 0; v < TV; v++) {
                     const __m256i p = _mm256_maddubs_epi16(xab[v], _mm256_sign_epi8(wv, xsg[v]));
-                    acc[c][v] = _mm256_add_epi32(acc[c][v], _mm256_madd_epi16(p, ones));
+                    acc[c][v] = madd_acc(acc[c][v], p, ones);
                 }
             }
         }
@@ -408,7 +420,13 @@ AI void q8_tile(int CO, int TV, int FULL, const ops_conv_q8_args *a, int o, int 
     if (rem == Q8_TV * VL) q8_tile(CO, 2, 1, a, o, t, m);                                                              \
     else if (TV == 1) q8_tile(CO, 1, 0, a, o, t, m);                                                                   \
     else q8_tile(CO, 2, 0, a, o, t, m);
-#include "backend/cpu/conv_q8_driver.h"
+#define QD_NAME CONV_CAT(conv1d_q8, CONV_ISA)
+#define QD_ARGS ops_conv_q8_args
+#define QD_STEP_FLOATS(a) ((a)->cin4 / 4)
+#define QD_CO Q8_CO
+#define QD_TV Q8_TV
+#define QD_TILES Q8_TILES
+#include "backend/cpu/conv_int_driver.h"
 
 /* Pack 8 steps at a time (the ragged tail by conv_q8_pack_cols, same bits). */
 static void conv_q8_pack_avx2(const float *x, int cin, int t_in, int x_stride, uint8_t *xq, int xq_stride, float *sx) {
@@ -440,6 +458,120 @@ static void conv_q8_pack_avx2(const float *x, int cin, int t_in, int x_stride, u
 void conv_q8_fill_avx2(ops_kernels *k) {
     k->conv1d_q8 = conv1d_q8_avx2;
     k->conv_q8_pack = conv_q8_pack_avx2;
+}
+
+/* ------------------------------------------------------------ int16 */
+
+/* CO output channels x TV vectors of 8 steps from t: per tap, the integer
+ * sums over input channels, 2 channels a lane: vpmaddwd of x's pairs by the
+ * broadcast weight pair (16 products, each pair sum exact in 32 bits) and
+ * vpaddd. Then as the int8 tile: f += sums x the steps' scales x the tap's
+ * weight scale; y = f + bias. 2 instructions per 16 products, the int8
+ * tile's rate per instruction without its xor, abs and vpsignb. 4 x 2 (8
+ * sums, 2 x vectors, 1 weight and the products: no sum spilled to memory
+ * inside the channel loop; f waits in memory between taps). */
+#define I16_CO 4
+#define I16_TV 2
+AI void i16_tile(int CO, int TV, int FULL, const ops_conv_i16_args *a, int o, int t, __m256i mlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xq_stride * 2, wos = (size_t)k * a->cin2;
+    __m256 f[I16_CO][I16_TV];
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) f[c][v] = _mm256_setzero_ps();
+    for (int tap = 0; tap < k; tap++) {
+        __m256i acc[I16_CO][I16_TV];
+        const int16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const int16_t *xt = a->xq + (size_t)(t + tap * d) * 2;
+#pragma GCC unroll 6
+        for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) acc[c][v] = _mm256_setzero_si256();
+        for (int g = 0; g < G; g++) {
+            const int16_t *xp = xt + g * xs;
+            __m256i xv[I16_TV];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                xv[v] = v == TV - 1 && !FULL ? _mm256_maskload_epi32((const int *)(xp + 16 * v), mlast)
+                                             : _mm256_loadu_si256((const __m256i *)(xp + 16 * v));
+#pragma GCC unroll 6
+            for (int c = 0; c < CO; c++) {
+                int32_t w2;
+                memcpy(&w2, wt + c * wos + 2 * g, 4);
+                const __m256i wv = _mm256_set1_epi32(w2);
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) acc[c][v] = madd_acc(acc[c][v], xv[v], wv);
+            }
+        }
+        const float *st = a->sx + t + tap * d;
+        __m256 sv[I16_TV];
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++)
+            sv[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(st + VL * v, mlast) : _mm256_loadu_ps(st + VL * v);
+#pragma GCC unroll 6
+        for (int c = 0; c < CO; c++) {
+            const __m256 swt = _mm256_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                f[c][v] = _mm256_add_ps(f[c][v], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[c][v]), sv[v]), swt));
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++) {
+        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) {
+            const __m256 r = _mm256_add_ps(f[c][v], b);
+            if (v == TV - 1 && !FULL) _mm256_maskstore_ps(yo + VL * v, mlast, r);
+            else _mm256_storeu_ps(yo + VL * v, r);
+        }
+    }
+}
+
+#define I16_TILES(CO)                                                                                                  \
+    if (rem == I16_TV * VL) i16_tile(CO, 2, 1, a, o, t, m);                                                            \
+    else if (TV == 1) i16_tile(CO, 1, 0, a, o, t, m);                                                                  \
+    else i16_tile(CO, 2, 0, a, o, t, m);
+#define QD_NAME CONV_CAT(conv1d_i16, CONV_ISA)
+#define QD_ARGS ops_conv_i16_args
+#define QD_STEP_FLOATS(a) ((a)->cin2 / 2)
+#define QD_CO I16_CO
+#define QD_TV I16_TV
+#define QD_TILES I16_TILES
+#include "backend/cpu/conv_int_driver.h"
+
+/* Pack 8 steps at a time (the ragged tail by conv_i16_pack_cols, same bits:
+ * the divisions are IEEE, vcvtps2dq rounds to nearest even as rintf). */
+static void conv_i16_pack_avx2(const float *x, int cin, int t_in, int x_stride, int qmax, int16_t *xq, int xq_stride,
+                               float *sx) {
+    const int tv = t_in / VL * VL;
+    const __m256i lo = _mm256_set1_epi32(-qmax), hi = _mm256_set1_epi32(qmax), low16 = _mm256_set1_epi32(0xffff);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), qf = _mm256_set1_ps((float)qmax);
+    for (int t = 0; t < tv; t += VL) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < cin; i++) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + (size_t)i * x_stride + t), absm));
+        _mm256_storeu_ps(sx + t, _mm256_div_ps(mx, qf));
+        const __m256 nz = _mm256_cmp_ps(mx, _mm256_setzero_ps(), _CMP_GT_OQ);
+        const __m256 inv = _mm256_and_ps(nz, _mm256_div_ps(qf, mx));
+        for (int i = 0; i < cin; i += 2) {
+            __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + (size_t)i * x_stride + t), inv));
+            q0 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(q0, lo), hi), low16);
+            __m256i q1 = _mm256_setzero_si256();
+            if (i + 1 < cin) {
+                q1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + (size_t)(i + 1) * x_stride + t), inv));
+                q1 = _mm256_slli_epi32(_mm256_min_epi32(_mm256_max_epi32(q1, lo), hi), 16);
+            }
+            _mm256_storeu_si256((__m256i *)(xq + ((size_t)(i / 2) * xq_stride + t) * 2), _mm256_or_si256(q0, q1));
+        }
+    }
+    conv_i16_pack_cols(x, cin, x_stride, qmax, xq, xq_stride, sx, tv, t_in);
+}
+
+void conv_i16_fill_avx2(ops_kernels *k) {
+    k->conv1d_i16 = conv1d_i16_avx2;
+    k->conv_i16_pack = conv_i16_pack_avx2;
 }
 
 /* ------------------------------------------------------------ bf16 (widened) */

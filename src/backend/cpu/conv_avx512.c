@@ -21,6 +21,7 @@
 
 #include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
 
@@ -328,7 +329,13 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
     case 1: q8_tile(CO, 1, a, o, t, m); break;                                                                         \
     default: q8_tile(CO, 2, a, o, t, m); break;                                                                        \
     }
-#include "backend/cpu/conv_q8_driver.h"
+#define QD_NAME CONV_CAT(conv1d_q8, CONV_ISA)
+#define QD_ARGS ops_conv_q8_args
+#define QD_STEP_FLOATS(a) ((a)->cin4 / 4)
+#define QD_CO Q8_CO
+#define QD_TV Q8_TV
+#define QD_TILES Q8_TILES
+#include "backend/cpu/conv_int_driver.h"
 
 /* Pack 16 steps at a time: max |x| over the channels, then per 4 channels
  * the rounded q + 128 as the 4 bytes of each step's lane (conv_q8.h; the
@@ -364,6 +371,114 @@ static void conv_q8_pack_avx512(const float *x, int cin, int t_in, int x_stride,
 void conv_q8_fill_avx512(ops_kernels *k) {
     k->conv1d_q8 = conv1d_q8_avx512;
     k->conv_q8_pack = conv_q8_pack_avx512;
+}
+
+/* ------------------------------------------------------------ int16 (VNNI) */
+
+/* CO output channels x TV vectors of 16 steps from t: per tap, per pair of
+ * input channels, one vpdpwssd of the steps' pairs by the broadcast weight
+ * pair (32 products into 16 exact int32 sums); then as the int8 tile. 6 x 2
+ * with f in registers (12 integer sums, 12 f32 sums, 2 x vectors, 1 weight:
+ * 27 of the 32 registers). */
+#define I16_CO 6
+#define I16_TV 2
+AI void i16_tile(int CO, int TV, const ops_conv_i16_args *a, int o, int t, __mmask16 mlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xq_stride * 2, wos = (size_t)k * a->cin2;
+    __m512 f[I16_CO][I16_TV];
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) f[c][v] = _mm512_setzero_ps();
+    for (int tap = 0; tap < k; tap++) {
+        __m512i acc[I16_CO][I16_TV];
+        const int16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const int16_t *xt = a->xq + (size_t)(t + tap * d) * 2;
+#pragma GCC unroll 6
+        for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) acc[c][v] = _mm512_setzero_si512();
+        for (int g = 0; g < G; g++) {
+            const int16_t *xp = xt + g * xs;
+            __m512i xv[I16_TV];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                xv[v] = v == TV - 1 ? _mm512_maskz_loadu_epi32(mlast, xp + 32 * v) : _mm512_loadu_si512(xp + 32 * v);
+#pragma GCC unroll 6
+            for (int c = 0; c < CO; c++) {
+                int32_t w2;
+                memcpy(&w2, wt + c * wos + 2 * g, 4);
+                const __m512i wv = _mm512_set1_epi32(w2);
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) acc[c][v] = _mm512_dpwssd_epi32(acc[c][v], xv[v], wv);
+            }
+        }
+        const float *st = a->sx + t + tap * d;
+        __m512 sv[I16_TV];
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) sv[v] = _mm512_maskz_loadu_ps(v == TV - 1 ? mlast : (__mmask16)0xffff, st + VL * v);
+#pragma GCC unroll 6
+        for (int c = 0; c < CO; c++) {
+            const __m512 swt = _mm512_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                f[c][v] = _mm512_add_ps(f[c][v], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt));
+        }
+    }
+#pragma GCC unroll 6
+    for (int c = 0; c < CO; c++) {
+        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++)
+            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(f[c][v], b));
+    }
+}
+
+#define I16_TILES(CO)                                                                                                  \
+    switch (TV) {                                                                                                      \
+    case 1: i16_tile(CO, 1, a, o, t, m); break;                                                                        \
+    default: i16_tile(CO, 2, a, o, t, m); break;                                                                       \
+    }
+#define QD_NAME CONV_CAT(conv1d_i16, CONV_ISA)
+#define QD_ARGS ops_conv_i16_args
+#define QD_STEP_FLOATS(a) ((a)->cin2 / 2)
+#define QD_CO I16_CO
+#define QD_TV I16_TV
+#define QD_TILES I16_TILES
+#include "backend/cpu/conv_int_driver.h"
+
+/* Pack 16 steps at a time: max |x| over the channels, then per 2 channels
+ * the rounded q as the two halves of each step's lane (conv_i16.h; the same
+ * bits as conv_i16_pack_cols: one multiply, round to nearest even). */
+static void conv_i16_pack_avx512(const float *x, int cin, int t_in, int x_stride, int qmax, int16_t *xq,
+                                 int xq_stride, float *sx) {
+    const __m512i lo = _mm512_set1_epi32(-qmax), hi = _mm512_set1_epi32(qmax), low16 = _mm512_set1_epi32(0xffff);
+    const __m512 qf = _mm512_set1_ps((float)qmax);
+    for (int t = 0; t < t_in; t += VL) {
+        const __mmask16 m = t_in - t >= VL ? (__mmask16)0xffff : lane_mask(t_in - t);
+        __m512 mx = _mm512_setzero_ps();
+        for (int i = 0; i < cin; i++)
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(m, x + (size_t)i * x_stride + t)));
+        _mm512_mask_storeu_ps(sx + t, m, _mm512_div_ps(mx, qf));
+        const __mmask16 nz = _mm512_cmp_ps_mask(mx, _mm512_setzero_ps(), _CMP_GT_OQ);
+        const __m512 inv = _mm512_maskz_div_ps(nz, qf, mx);
+        for (int i = 0; i < cin; i += 2) {
+            __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + (size_t)i * x_stride + t), inv));
+            q0 = _mm512_and_si512(_mm512_min_epi32(_mm512_max_epi32(q0, lo), hi), low16);
+            __m512i q1 = _mm512_setzero_si512();
+            if (i + 1 < cin) {
+                q1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + (size_t)(i + 1) * x_stride + t), inv));
+                q1 = _mm512_slli_epi32(_mm512_min_epi32(_mm512_max_epi32(q1, lo), hi), 16);
+            }
+            _mm512_mask_storeu_epi32(xq + ((size_t)(i / 2) * xq_stride + t) * 2, m, _mm512_or_si512(q0, q1));
+        }
+    }
+}
+
+void conv_i16_fill_avx512(ops_kernels *k) {
+    k->conv1d_i16 = conv1d_i16_avx512;
+    k->conv_i16_pack = conv_i16_pack_avx512;
 }
 
 /* ------------------------------------------------------------ bf16 (AVX512-BF16) */

@@ -92,14 +92,11 @@ void conv1d_bf16_scalar(const ops_conv_bf16_args *a, int o0, int o1) {
 typedef struct bf16_job {
     void (*fn)(const ops_conv_bf16_args *, int, int);
     const ops_conv_bf16_args *a;
-    int per;
 } bf16_job;
 
-static void bf16_task(void *arg, int t, int n_tasks) {
-    (void)n_tasks;
-    const bf16_job *j = arg;
-    const int o0 = t * j->per, o1 = o0 + j->per < j->a->cout ? o0 + j->per : j->a->cout;
-    if (o0 < o1) j->fn(j->a, o0, o1);
+static void bf16_run(const void *job, int o0, int o1) {
+    const bf16_job *j = job;
+    j->fn(j->a, o0, o1);
 }
 
 void ops_conv1d_bf16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const conv_bf16_w *w,
@@ -115,28 +112,18 @@ void ops_conv1d_bf16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, in
     const ops_conv_bf16_args a = {.xb = xb, .cin2 = w->cin2, .t_in = t_in, .xb_stride = t_in, .w = w->w,
                                   .bias = w->bias, .cout = w->cout, .k = w->k, .dilation = dilation, .y = y,
                                   .y_stride = y_stride};
-    const long long macs = (long long)w->cout * w->cin2 * w->k * t_out;
-    const int nt = c ? c->n_threads : 1;
-    if (nt > 1 && macs >= (1 << 21) && w->cout >= 24) {
-        /* channel ranges in multiples of 12 (the AVX-512 tile is 6, AVX2's 4) */
-        const int n_tasks = nt * 2, per = ((w->cout + n_tasks - 1) / n_tasks + 11) / 12 * 12;
-        bf16_job j = {fn, &a, per};
-        ops_parallel(c, bf16_task, &j, (w->cout + per - 1) / per);
-    } else {
-        fn(&a, 0, w->cout);
-    }
+    const bf16_job j = {fn, &a};
+    ops_conv_split_ctx(c, w->cout, (long long)w->cout * w->cin2 * w->k * t_out, bf16_run, &j);
 }
 
 int ops_conv_transpose1d_bf16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride,
                                   const conv_bf16_w *wc, int cout, int k, int stride, int t0, int t1, float *y,
                                   int y_stride, float *fscratch, void *bscratch) {
-    if (!wc || !fscratch || !bscratch || stride <= 0 || k <= 0 || k % stride || t1 <= t0 || t0 % stride ||
-        t1 % stride || wc->cout != stride * cout || wc->k != k / stride)
+    int u0, nu;
+    if (!wc || !fscratch || !bscratch || !ops_conv_transpose_window(t_in, k, stride, t0, t1, &u0, &nu) ||
+        wc->cout != stride * cout || wc->k != k / stride)
         return 0;
-    const int kk = k / stride;
-    if (t0 < (kk - 1) * stride || t1 > t_in * stride) return 0;
-    const int u0 = t0 / stride - (kk - 1), nu = (t1 - t0) / stride;
-    ops_conv1d_bf16_ctx(c, x + u0, cin, nu + kk - 1, x_stride, wc, 1, fscratch, nu, bscratch);
+    ops_conv1d_bf16_ctx(c, x + u0, cin, nu + wc->k - 1, x_stride, wc, 1, fscratch, nu, bscratch);
     ops_conv_interleave_ctx(c, fscratch, y, cout, nu, stride, y_stride);
     return 1;
 }

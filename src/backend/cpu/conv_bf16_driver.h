@@ -10,10 +10,8 @@
 #error "conv_bf16_driver.h is included by an ISA's conv file after its leaf tiles"
 #endif
 
-#define BF_CAT2(a, b) a##_##b
-#define BF_CAT(a, b) BF_CAT2(a, b)
 
-static void BF_CAT(conv1d_bf16, CONV_ISA)(const ops_conv_bf16_args *a, int o0, int o1) {
+static void CONV_CAT(conv1d_bf16, CONV_ISA)(const ops_conv_bf16_args *a, int o0, int o1) {
     const int t_out = a->t_in - a->dilation * (a->k - 1);
     if (t_out <= 0) return;
     for (int o = o0; o < o1;) {

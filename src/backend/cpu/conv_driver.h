@@ -16,9 +16,6 @@
 #error "conv_driver.h is included by an ISA's conv file after its leaf tiles"
 #endif
 
-#define CONV_CAT2(a, b) a##_##b
-#define CONV_CAT(a, b) CONV_CAT2(a, b)
-
 static void CONV_CAT(conv_transpose1d, CONV_ISA)(const ops_conv_args *a, int o0, int o1) {
     const int s = a->stride, cout_g = a->cout / a->groups;
     const size_t ys = (size_t)a->y_stride;

@@ -1,7 +1,7 @@
-/* NEON (AArch64 baseline, ARMv8.0) leaves of the f32, int8 and BF16
- * convolutions (conv.h, conv_q8.h, conv_bf16.h have the contracts), and
- * SnakeBeta; the channel and time loops of the transposed, int8 and bf16
- * convs are the shared drivers conv_driver.h, conv_q8_driver.h and
+/* NEON (AArch64 baseline, ARMv8.0) leaves of the f32, int8, int16 and BF16
+ * convolutions (conv.h, conv_q8.h, conv_i16.h, conv_bf16.h have the
+ * contracts), and SnakeBeta; the channel and time loops of the transposed, int8, int16 and bf16
+ * convs are the shared drivers conv_driver.h, conv_int_driver.h and
  * conv_bf16_driver.h, the f32 conv1d's its own (as on x86).
  * Dataflow: x [cin][t] (f32) or packed x [cin/4 or cin/2][t] -> CO output
  * channels x TV vectors of 4 steps -> y[cout][t].
@@ -9,7 +9,7 @@
  * stored through one, so nothing outside the valid steps is read or written
  * and a sample's arithmetic never depends on where a call starts or ends.
  * Bits: the f32 convs fuse each multiply-add in the scalar order of conv.c's
- * FMA code (the x86 tables' bits); the int8 sums are exact integers, then the same f32 multiplies and
+ * FMA code (the x86 tables' bits); the int8 and int16 sums are exact integers, then the same f32 multiplies and
  * adds in the same order as the scalar kernel (no FMA); the bf16 products
  * are exact in f32, so vfmaq in the header's order (odd channel, then even,
  * per pair) gives the scalar kernel's bits. The packs compute the scalar
@@ -17,7 +17,7 @@
  * (ops_dispatch: HWCAP_ASIMDDP) the int8 sums are sdot's, the same exact
  * integers; that path is built by GCC, or by any compiler targeting
  * dotprod. Only compiled on aarch64 (Makefile); the f32 convs, both int8
- * paths, the bf16 one and SnakeBeta are tested against the scalar table
+ * paths, the int16 and bf16 ones and SnakeBeta are tested against the scalar table
  * under qemu-aarch64 (test_kernels), never timed on ARM hardware. */
 #include <arm_neon.h>
 #include <math.h>
@@ -26,6 +26,7 @@
 
 #include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops_dispatch.h"
 
@@ -100,7 +101,13 @@ AI int32x4_t q8_sum_mull(int32x4_t acc, int8x16_t x, int8x16_t w) {
     case 1: Q8_TILE(CO, 1, a, o, t, m); break;                                                                         \
     default: Q8_TILE(CO, 2, a, o, t, m); break;                                                                        \
     }
-#include "backend/cpu/conv_q8_driver.h"
+#define QD_NAME CONV_CAT(conv1d_q8, CONV_ISA)
+#define QD_ARGS ops_conv_q8_args
+#define QD_STEP_FLOATS(a) ((a)->cin4 / 4)
+#define QD_CO Q8_CO
+#define QD_TV Q8_TV
+#define QD_TILES Q8_TILES
+#include "backend/cpu/conv_int_driver.h"
 
 /* The same tile and driver with sdot's sums (one instruction for the 16
  * products of a vector), compiled for the dot product extension; called
@@ -118,7 +125,13 @@ AI int32x4_t q8_sum_sdot(int32x4_t acc, int8x16_t x, int8x16_t w) { return vdotq
 #define Q8_SUM q8_sum_sdot
 #define CONV_ISA neon_sdot
 #include "backend/cpu/conv_q8_neon_tile.h"
-#include "backend/cpu/conv_q8_driver.h"
+#define QD_NAME CONV_CAT(conv1d_q8, CONV_ISA)
+#define QD_ARGS ops_conv_q8_args
+#define QD_STEP_FLOATS(a) ((a)->cin4 / 4)
+#define QD_CO Q8_CO
+#define QD_TV Q8_TV
+#define QD_TILES Q8_TILES
+#include "backend/cpu/conv_int_driver.h"
 #if !defined(__ARM_FEATURE_DOTPROD)
 #pragma GCC pop_options
 #endif
@@ -163,6 +176,121 @@ void conv_q8_fill_neon(ops_kernels *k, int dotprod) {
     (void)dotprod;
 #endif
     k->conv_q8_pack = conv_q8_pack_neon;
+}
+
+/* ------------------------------------------------------------ int16 */
+
+/* CO output channels x TV vectors of 4 steps from t. A vector holds 4 steps
+ * x 2 input channels; per pair, smlal and smlal2 by the weight pair repeated
+ * per step add each product to its own lane (steps 0-1 and 2-3, one lane per
+ * step and channel: 4 products per instruction, the f32 fmla's rate), and
+ * addp of the two halves gives the 4 steps' sums after the last pair. Every
+ * lane's partial sum is part of one output's sum of |products|, which
+ * conv_i16_qmax keeps within int32: exact. Then as the x86 tiles. 4 x 2: 16
+ * int32 and 8 f32 accumulators, 2 x vectors, 1 weight (27 of 32). */
+#define I16_CO 4
+#define I16_TV 2
+AI void i16_tile(int CO, int TV, const ops_conv_i16_args *a, int o, int t, int nlast) {
+    const int k = a->k, d = a->dilation, G = a->cin2 / 2;
+    const size_t xs = (size_t)a->xq_stride * 2, wos = (size_t)k * a->cin2;
+    float32x4_t f[I16_CO][I16_TV];
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) f[c][v] = vdupq_n_f32(0.0f);
+    for (int tap = 0; tap < k; tap++) {
+        int32x4_t lo[I16_CO][I16_TV], hi[I16_CO][I16_TV];
+        const int16_t *wt = a->w + (size_t)o * wos + (size_t)tap * a->cin2;
+        const int16_t *xt = a->xq + (size_t)(t + tap * d) * 2;
+#pragma GCC unroll 4
+        for (int c = 0; c < CO; c++)
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) lo[c][v] = hi[c][v] = vdupq_n_s32(0);
+        for (int g = 0; g < G; g++) {
+            const int16_t *xp = xt + g * xs;
+            int16x8_t xv[I16_TV];
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++)
+                xv[v] = vreinterpretq_s16_u32(load_u32_n((const uint32_t *)(const void *)(xp + 8 * v), v == TV - 1 ? nlast : VL));
+#pragma GCC unroll 4
+            for (int c = 0; c < CO; c++) {
+                int32_t w2;
+                memcpy(&w2, wt + c * wos + 2 * g, 4);
+                const int16x8_t wv = vreinterpretq_s16_s32(vdupq_n_s32(w2));
+#pragma GCC unroll 2
+                for (int v = 0; v < TV; v++) {
+                    lo[c][v] = vmlal_s16(lo[c][v], vget_low_s16(xv[v]), vget_low_s16(wv));
+                    hi[c][v] = vmlal_high_s16(hi[c][v], xv[v], wv);
+                }
+            }
+        }
+        const float *st = a->sx + t + tap * d;
+        float32x4_t sv[I16_TV];
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) sv[v] = load_f32_n(st + VL * v, v == TV - 1 ? nlast : VL);
+#pragma GCC unroll 4
+        for (int c = 0; c < CO; c++) {
+            const float32x4_t swt = vdupq_n_f32(a->sw[(size_t)(o + c) * k + tap]);
+#pragma GCC unroll 2
+            for (int v = 0; v < TV; v++) {
+                const int32x4_t sum = vpaddq_s32(lo[c][v], hi[c][v]);
+                f[c][v] = vaddq_f32(f[c][v], vmulq_f32(vmulq_f32(vcvtq_f32_s32(sum), sv[v]), swt));
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < CO; c++) {
+        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
+        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
+#pragma GCC unroll 2
+        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(f[c][v], b), v == TV - 1 ? nlast : VL);
+    }
+}
+
+#define I16_TILES(CO)                                                                                                  \
+    switch (TV) {                                                                                                      \
+    case 1: i16_tile(CO, 1, a, o, t, m); break;                                                                        \
+    default: i16_tile(CO, 2, a, o, t, m); break;                                                                       \
+    }
+#define QD_NAME CONV_CAT(conv1d_i16, CONV_ISA)
+#define QD_ARGS ops_conv_i16_args
+#define QD_STEP_FLOATS(a) ((a)->cin2 / 2)
+#define QD_CO I16_CO
+#define QD_TV I16_TV
+#define QD_TILES I16_TILES
+#include "backend/cpu/conv_int_driver.h"
+
+/* Pack 4 steps at a time (the ragged tail by conv_i16_pack_cols, same bits,
+ * as conv_q8_pack_neon). */
+static void conv_i16_pack_neon(const float *x, int cin, int t_in, int x_stride, int qmax, int16_t *xq, int xq_stride,
+                               float *sx) {
+    const int tv = t_in / VL * VL;
+    const int32x4_t lo = vdupq_n_s32(-qmax), hi = vdupq_n_s32(qmax);
+    const uint32x4_t low16 = vdupq_n_u32(0xffffu);
+    const float32x4_t qf = vdupq_n_f32((float)qmax);
+    for (int t = 0; t < tv; t += VL) {
+        float32x4_t mx = vdupq_n_f32(0.0f);
+        for (int i = 0; i < cin; i++) mx = vmaxnmq_f32(mx, vabsq_f32(vld1q_f32(x + (size_t)i * x_stride + t)));
+        vst1q_f32(sx + t, vdivq_f32(mx, qf));
+        const uint32x4_t nz = vcgtq_f32(mx, vdupq_n_f32(0.0f));
+        const float32x4_t inv = vreinterpretq_f32_u32(vandq_u32(nz, vreinterpretq_u32_f32(vdivq_f32(qf, mx))));
+        for (int i = 0; i < cin; i += 2) {
+            const int32x4_t q0 = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + (size_t)i * x_stride + t), inv)), lo), hi);
+            uint32x4_t r = vandq_u32(vreinterpretq_u32_s32(q0), low16);
+            if (i + 1 < cin) {
+                const int32x4_t q1 = vminq_s32(
+                    vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + (size_t)(i + 1) * x_stride + t), inv)), lo), hi);
+                r = vorrq_u32(r, vshlq_n_u32(vreinterpretq_u32_s32(q1), 16));
+            }
+            vst1q_u32((uint32_t *)(void *)(xq + ((size_t)(i / 2) * xq_stride + t) * 2), r);
+        }
+    }
+    conv_i16_pack_cols(x, cin, x_stride, qmax, xq, xq_stride, sx, tv, t_in);
+}
+
+void conv_i16_fill_neon(ops_kernels *k) {
+    k->conv1d_i16 = conv1d_i16_neon;
+    k->conv_i16_pack = conv_i16_pack_neon;
 }
 
 /* ------------------------------------------------------------ bf16 (widened) */

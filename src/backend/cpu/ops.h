@@ -127,6 +127,19 @@ typedef struct ops_conv_q8_args {
     int y_stride;
 } ops_conv_q8_args;
 
+/* Arguments of one int16 convolution (conv_i16.h): stride 1, groups 1. */
+typedef struct ops_conv_i16_args {
+    const int16_t *xq;    /* [cin2 / 2][xq_stride][2]: q of input channels 2g, 2g + 1 per step */
+    const float *sx;      /* [t_in] per-step activation scales */
+    int cin2, t_in, xq_stride; /* input channels rounded up to 2, valid steps, steps per row */
+    const int16_t *w;     /* [cout][k][cin2] */
+    const float *sw;      /* [cout][k] weight scales per output channel and tap */
+    const float *bias;    /* [cout] or NULL */
+    int cout, k, dilation;
+    float *y;             /* [cout][y_stride], t_out = t_in - dilation (k - 1) steps */
+    int y_stride;
+} ops_conv_i16_args;
+
 /* Arguments of one BF16 convolution (conv_bf16.h): stride 1, groups 1. */
 typedef struct ops_conv_bf16_args {
     const uint32_t *xb;   /* [cin2 / 2][xb_stride]: per step, the bf16 of input channels 2g (low half), 2g + 1 (high) */
@@ -167,6 +180,11 @@ typedef struct ops_kernels {
      * input (conv_q8.h); every table gives the same bits (integer sums) */
     void (*conv1d_q8)(const ops_conv_q8_args *a, int o0, int o1);
     void (*conv_q8_pack)(const float *x, int cin, int t_in, int x_stride, uint8_t *xq, int xq_stride, float *sx);
+    /* int16 conv1d over output channels [o0, o1) and the packing of its f32
+     * input at qmax levels (conv_i16.h); every table gives the same bits */
+    void (*conv1d_i16)(const ops_conv_i16_args *a, int o0, int o1);
+    void (*conv_i16_pack)(const float *x, int cin, int t_in, int x_stride, int qmax, int16_t *xq, int xq_stride,
+                          float *sx);
     /* BF16 conv1d over output channels [o0, o1) and the rounding of its f32
      * input to bf16 pairs (conv_bf16.h); every table gives the same bits */
     void (*conv1d_bf16)(const ops_conv_bf16_args *a, int o0, int o1);

@@ -70,6 +70,7 @@ static void init_once(void) {
         ops_fill_avx2(&g_avx2);
         conv_fill_avx2(&g_avx2);
         conv_q8_fill_avx2(&g_avx2);
+        conv_i16_fill_avx2(&g_avx2);
         conv_bf16_fill_avx2(&g_avx2);
     }
     if (g_cpu.avx512) {
@@ -79,7 +80,10 @@ static void init_once(void) {
         g_avx512.matmul = matmul_avx512;
         ops_fill_avx512(&g_avx512, g_cpu.avx512_vnni, g_cpu.avx512_bf16);
         conv_fill_avx512(&g_avx512);
-        if (g_cpu.avx512_vnni) conv_q8_fill_avx512(&g_avx512);
+        if (g_cpu.avx512_vnni) {
+            conv_q8_fill_avx512(&g_avx512);
+            conv_i16_fill_avx512(&g_avx512);
+        }
         if (g_cpu.avx512_bf16) conv_bf16_fill_avx512(&g_avx512);
     }
 #endif
@@ -93,6 +97,7 @@ static void init_once(void) {
     g_neon.matmul = matmul_neon;
     ops_fill_neon(&g_neon);
     conv_q8_fill_neon(&g_neon, g_cpu.neon_dotprod);
+    conv_i16_fill_neon(&g_neon);
     conv_bf16_fill_neon(&g_neon);
     conv_fill_neon(&g_neon);
 #endif

@@ -40,12 +40,16 @@ void conv_fill_avx512(ops_kernels *k);
 /* the int8 convolutions (conv_q8.h); AVX-512 only with VNNI */
 void conv_q8_fill_avx2(ops_kernels *k);
 void conv_q8_fill_avx512(ops_kernels *k);
+/* the int16 convolutions (conv_i16.h); AVX-512 only with VNNI */
+void conv_i16_fill_avx2(ops_kernels *k);
+void conv_i16_fill_avx512(ops_kernels *k);
 void conv_bf16_fill_avx2(ops_kernels *k);
 void conv_bf16_fill_avx512(ops_kernels *k); /* needs AVX512-BF16 */
 void ops_fill_neon(ops_kernels *k);
 /* the int8 and BF16 convolutions and SnakeBeta on NEON (conv_neon.c);
  * dotprod: the int8 sums by sdot (where the build has that path) */
 void conv_q8_fill_neon(ops_kernels *k, int dotprod);
+void conv_i16_fill_neon(ops_kernels *k);
 void conv_bf16_fill_neon(ops_kernels *k);
 void conv_fill_neon(ops_kernels *k);
 

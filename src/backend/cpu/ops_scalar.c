@@ -9,6 +9,7 @@
 
 #include "backend/cpu/conv.h"
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/ops_dispatch.h"
@@ -152,6 +153,8 @@ static const ops_kernels scalar_kernels = {
     .conv_q8_pack = conv_q8_pack_scalar,
     .conv1d_bf16 = conv1d_bf16_scalar,
     .conv_bf16_pack = conv_bf16_pack_scalar,
+    .conv1d_i16 = conv1d_i16_scalar,
+    .conv_i16_pack = conv_i16_pack_scalar,
     .snake = snake_scalar,
     .swiglu = ops_swiglu,
     .elu = ops_elu,
