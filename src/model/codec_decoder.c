@@ -651,14 +651,17 @@ static void drop_q8(codec_decoder *d) {
     drop_mats_bf16(d);
     conv_q8_w_free(&d->dec0_q);
     conv_bf16_w_free(&d->dec0_h);
+    conv_i16_w_free(&d->dec0_i);
     for (int b = 0; b < CODEC_MAX_BLOCKS; b++) {
         conv_q8_w_free(&d->blocks[b].tconv_q);
         conv_bf16_w_free(&d->blocks[b].tconv_h);
+        conv_i16_w_free(&d->blocks[b].tconv_i);
         for (int r = 0; r < CODEC_N_RES; r++) {
             conv_q8_w_free(&d->blocks[b].ru[r].conv1_q);
             conv_q8_w_free(&d->blocks[b].ru[r].conv2_q);
             conv_bf16_w_free(&d->blocks[b].ru[r].conv1_h);
             conv_bf16_w_free(&d->blocks[b].ru[r].conv2_h);
+            conv_i16_w_free(&d->blocks[b].ru[r].conv2_i);
         }
     }
     d->q8 = 0;
@@ -668,21 +671,32 @@ static void drop_q8(codec_decoder *d) {
  * it from CODEC_Q8_MIN_CIN up, below that only with CODEC_Q8_ANY_WIDTH. */
 static unsigned width_mask(unsigned m, int cin) { return cin >= CODEC_Q8_MIN_CIN || (m & CODEC_Q8_ANY_WIDTH) ? m : 0; }
 
-/* One conv of cin inputs: its int8 form when bit is in q8 (at that width),
- * else its bf16 form when in h; *made set when it made one. 0 when out of
- * memory. */
-static int make_form(unsigned bit, unsigned q8, unsigned h, conv_q8_w *q, conv_bf16_w *hw, const float *w,
+/* The requested forms of one conv of cin inputs (masks as in
+ * codec_decoder.h); iw NULL where the conv has no int16 form. */
+typedef struct conv_forms {
+    unsigned q8, i16, h;
+} conv_forms;
+
+/* One conv of cin inputs: its int8 form when bit is in f.q8 (at that
+ * width), else its int16 form when in f.i16 (1x1 convs from
+ * CODEC_I16_MIN_CIN_1X1), else its bf16 form when in f.h; *made set when it
+ * made one. 0 when out of memory. */
+static int make_form(unsigned bit, conv_forms f, conv_q8_w *q, conv_i16_w *iw, conv_bf16_w *hw, const float *w,
                      const float *b, int cout, int cin, int k, int *made) {
-    q8 = width_mask(q8, cin) & bit;
-    h = width_mask(h, cin) & bit;
-    *made |= (q8 | h) != 0;
+    const unsigned q8 = width_mask(f.q8, cin) & bit, h = width_mask(f.h, cin) & bit;
+    const unsigned i16 = iw && (k > 1 || cin >= CODEC_I16_MIN_CIN_1X1 || (f.i16 & CODEC_Q8_ANY_WIDTH))
+                             ? width_mask(f.i16, cin) & bit
+                             : 0;
+    *made |= (q8 | i16 | h) != 0;
     if (q8) return conv_q8_w_make(q, w, b, cout, cin, k);
+    if (i16) return conv_i16_w_make(iw, w, b, cout, cin, k);
     if (h) return conv_bf16_w_make(hw, w, b, cout, cin, k);
     return 1;
 }
 
-int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts) {
+int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *i16_parts, unsigned *bf16_parts) {
     const unsigned q = fmt == QTTS_CODEC_Q8 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_Q8_DEFAULT : 0;
+    *i16_parts = fmt == QTTS_CODEC_Q8 ? CODEC_I16_DEFAULT : 0;
     const unsigned h = fmt == QTTS_CODEC_BF16 || fmt == QTTS_CODEC_Q8BF16 ? CODEC_BF16_DEFAULT
                        : fmt == QTTS_CODEC_Q8                              ? CODEC_BF16_MATS
                                                                            : 0;
@@ -698,14 +712,16 @@ static unsigned env_parts(const char *name, unsigned parts) {
     return parts && pe && *pe ? (unsigned)strtoul(pe, NULL, 0) : parts;
 }
 
-qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned bf16_parts, qtts_error *e) {
+qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned i16_parts, unsigned bf16_parts,
+                                    qtts_error *e) {
     qtts_status st = restore_packs(d, e);
     if (st != QTTS_OK) return st;
     drop_q8(d);
-    const unsigned q8 = env_parts("QTTS_CODEC_Q8_PARTS", q8_parts), h = env_parts("QTTS_CODEC_BF16_PARTS", bf16_parts);
+    const conv_forms f = {env_parts("QTTS_CODEC_Q8_PARTS", q8_parts), env_parts("QTTS_CODEC_I16_PARTS", i16_parts),
+                          env_parts("QTTS_CODEC_BF16_PARTS", bf16_parts)};
     const codec_config *c = &d->cfg;
     int ok = 1, any = 0;
-    ok &= make_form(CODEC_Q8_DEC0, q8, h, &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent,
+    ok &= make_form(CODEC_Q8_DEC0, f, &d->dec0_q, &d->dec0_i, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, c->latent,
                     CODEC_CONV_K, &any);
     for (int b = 0; b < c->n_blocks && ok; b++) {
         codec_block *bl = &d->blocks[b];
@@ -713,7 +729,7 @@ qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigne
         /* tconv_wc: [rate * cout][cin][2] then the rate * cout biases */
         if (bl->tconv_wc) {
             int made = 0;
-            ok &= make_form(CODEC_Q8_TCONV, q8, h, &bl->tconv_q, &bl->tconv_h, bl->tconv_wc,
+            ok &= make_form(CODEC_Q8_TCONV, f, &bl->tconv_q, &bl->tconv_i, &bl->tconv_h, bl->tconv_wc,
                             bl->tconv_wc + (size_t)r2 * bl->cin * 2, r2, bl->cin, 2, &made);
             /* here, not at the end: the load's peak holds one pack's two forms at most */
             if (ok && made) release_pack(d, bl);
@@ -721,17 +737,17 @@ qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigne
         }
         for (int r = 0; r < CODEC_N_RES && ok; r++) {
             codec_resunit *ru = &bl->ru[r];
-            ok &= make_form(CODEC_Q8_CONV1, q8, h, &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b, bl->cout,
+            ok &= make_form(CODEC_Q8_CONV1, f, &ru->conv1_q, NULL, &ru->conv1_h, ru->conv1_w, ru->conv1_b, bl->cout,
                             bl->cout, CODEC_CONV_K, &any);
-            ok &= make_form(CODEC_Q8_CONV2, q8, h, &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b, bl->cout,
+            ok &= make_form(CODEC_Q8_CONV2, f, &ru->conv2_q, &ru->conv2_i, &ru->conv2_h, ru->conv2_w, ru->conv2_b, bl->cout,
                             bl->cout, 1, &any);
         }
     }
-    if (ok && (h & CODEC_BF16_MATS)) ok = make_mats_bf16(d);
+    if (ok && (f.h & CODEC_BF16_MATS)) ok = make_mats_bf16(d);
     if (!ok) {
         drop_q8(d);
         (void)restore_packs(d, e); /* out of memory either way */
-        return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8 or bf16 codec decoder weights");
+        return err_set(e, QTTS_ERR_NOMEM, "out of memory: int8, int16 or bf16 codec decoder weights");
     }
     d->q8 = any;
     return QTTS_OK;

@@ -68,17 +68,29 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 #define CODEC_BF16_MATS 32u
 #define CODEC_BF16_DEFAULT \
     (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV1 | CODEC_Q8_CONV2 | CODEC_Q8_ANY_WIDTH | CODEC_BF16_MATS)
-/* The parts (masks as above) a public format puts in int8 and in bf16:
- * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT and the Linear
- * layers in bf16; q8bf16 both defaults (int8 first: a conv in both masks is
- * int8). -1 for an unknown format. */
-int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *bf16_parts);
-/* Make the int8 forms of the convs in q8_parts and the bf16 forms of those
- * in bf16_parts without an int8 form, and the Linear layers' bf16 weights
- * when bf16_parts has CODEC_BF16_MATS; drop every other form (both 0: all
- * f32); before any stream is made. QTTS_CODEC_Q8_PARTS / QTTS_CODEC_BF16_PARTS
- * in the environment replace a nonzero mask. */
-qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned bf16_parts, qtts_error *e);
+/* The int16 format (backend/cpu/conv_i16.h: 10-12 bit levels, within 0.1 dB
+ * of f32 where int8 costs 2-8 dB a conv) takes the same mask but CONV1 (the
+ * K 7 convs are int8's), and its 1x1 convs only from CODEC_I16_MIN_CIN_1X1
+ * input channels: under it the packing costs more than the products save
+ * (docs/BENCH.md). The q8 format puts every conv it keeps out of int8 in
+ * int16 (CODEC_I16_DEFAULT); QTTS_CODEC_I16_PARTS replaces it, for
+ * measuring. */
+#define CODEC_I16_DEFAULT (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV2)
+#define CODEC_I16_MIN_CIN_1X1 384
+/* The parts (masks as above) a public format puts in int8, int16 and bf16:
+ * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT in int8,
+ * CODEC_I16_DEFAULT in int16 and the Linear layers in bf16; q8bf16 the int8
+ * and bf16 defaults (a conv in several masks takes int8, else int16, else
+ * bf16). -1 for an unknown format. */
+int codec_decoder_format_parts(int fmt, unsigned *q8_parts, unsigned *i16_parts, unsigned *bf16_parts);
+/* Make the int8 forms of the convs in q8_parts, the int16 forms of those in
+ * i16_parts without an int8 form, the bf16 forms of those in bf16_parts
+ * without either, and the Linear layers' bf16 weights when bf16_parts has
+ * CODEC_BF16_MATS; drop every other form (all 0: all f32); before any stream
+ * is made. QTTS_CODEC_Q8_PARTS / QTTS_CODEC_I16_PARTS /
+ * QTTS_CODEC_BF16_PARTS in the environment replace a nonzero mask. */
+qtts_status codec_decoder_set_forms(codec_decoder *d, unsigned q8_parts, unsigned i16_parts, unsigned bf16_parts,
+                                    qtts_error *e);
 
 int codec_decoder_samples_per_frame(const codec_decoder *d); /* 1920 */
 int codec_decoder_n_codebooks(const codec_decoder *d);       /* 16 */

@@ -7,6 +7,7 @@
 #define QTTS_MODEL_CODEC_DECODER_IMPL_H
 
 #include "backend/cpu/conv_bf16.h"
+#include "backend/cpu/conv_i16.h"
 #include "backend/cpu/conv_q8.h"
 #include "backend/cpu/ops.h"
 #include "io/safetensors.h"
@@ -93,6 +94,7 @@ typedef struct codec_resunit {
     const float *conv2_b;  /* [C] */
     conv_q8_w conv1_q, conv2_q; /* int8 forms (codec_decoder_set_format); q NULL: none */
     conv_bf16_w conv1_h, conv2_h; /* bf16 forms (codec_decoder_set_format); w NULL: none */
+    conv_i16_w conv2_i;           /* int16 form of conv2 (codec_decoder_set_format); q NULL: none */
 } codec_resunit;
 
 typedef struct codec_block {
@@ -105,6 +107,7 @@ typedef struct codec_block {
     codec_resunit ru[CODEC_N_RES];
     conv_q8_w tconv_q;     /* int8 form of tconv_wc (stride * cout channels, 2 taps); q NULL: none */
     conv_bf16_w tconv_h;   /* bf16 form of tconv_wc; w NULL: none */
+    conv_i16_w tconv_i;    /* int16 form of tconv_wc; q NULL: none */
 } codec_block;
 
 struct codec_decoder {
@@ -142,7 +145,8 @@ struct codec_decoder {
     const float *dec0_b;   /* [DD] */
     conv_q8_w dec0_q;      /* int8 form; q NULL: none */
     conv_bf16_w dec0_h;    /* bf16 form; w NULL: none */
-    int q8;                /* 1 when any conv has an int8 or bf16 form (streams size their scratch) */
+    conv_i16_w dec0_i;     /* int16 form; q NULL: none */
+    int q8;                /* 1 when any conv has an int8, int16 or bf16 form (streams size their scratch) */
     codec_mat_keep *mats_f32; /* while the Linear matrices read bf16 (CODEC_BF16_MATS): each one's f32
                                * form, owned; NULL: they read f32 */
     int n_mats_f32;

@@ -120,7 +120,7 @@ static qtts_status ensure_scratch(codec_stream *s, int n, qtts_error *e) {
         (size_t)n * c->head_dim,
         (size_t)c->window,
         nu * c->latent, nu * 4 * c->latent,
-        /* ops_conv_q8_scratch_bytes or ops_conv_bf16_scratch_bytes of any conv input [cin][t] (<= bigsz floats) fits in 2 bigsz floats */
+        /* the int8, int16 or bf16 scratch bytes of any conv input [cin][t] (<= bigsz floats) fit in 2 bigsz floats */
         s->d->q8 ? 2 * bigsz : 0,
     };
     float **ptrs[] = {
@@ -332,11 +332,14 @@ static void to_channel_major(float *dst, int dst_stride, const float *src, int C
  * accumulated over i in order, older input first (the order of
  * ops_conv_transpose1d). */
 static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int x_stride, const float *w,
-                         const float *wc, const conv_q8_w *wq, const conv_bf16_w *wh, const float *bias, int cout,
-                         int r, float *y, int y_stride, float *scratch, void *qscratch) {
+                         const float *wc, const conv_q8_w *wq, const conv_i16_w *wi, const conv_bf16_w *wh,
+                         const float *bias, int cout, int r, float *y, int y_stride, float *scratch, void *qscratch) {
     /* the full transposed conv over the m + 1 inputs, output window [r, r + m r) */
     if (wq->q && ops_conv_transpose1d_q8_ctx(ops, x, cin, m + 1, x_stride, wq, cout, 2 * r, r, r, r + m * r, y,
                                              y_stride, scratch, qscratch))
+        return;
+    if (wi->q && ops_conv_transpose1d_i16_ctx(ops, x, cin, m + 1, x_stride, wi, cout, 2 * r, r, r, r + m * r, y,
+                                              y_stride, scratch, qscratch))
         return;
     if (wh->w && ops_conv_transpose1d_bf16_ctx(ops, x, cin, m + 1, x_stride, wh, cout, 2 * r, r, r, r + m * r, y,
                                                y_stride, scratch, qscratch))
@@ -347,11 +350,13 @@ static void tconv_causal(const ops_ctx *ops, const float *x, int cin, int m, int
 }
 
 /* A stride-1 conv1d (groups 1) in the format the decoder holds for it: its
- * int8 or bf16 form when made (codec_decoder_set_format), else f32. */
+ * int8, int16 or bf16 form when made (codec_decoder_set_format), else f32;
+ * i NULL where the conv has no int16 form. */
 static void conv1d_fmt(const codec_stream *s, const float *x, int cin, int t_in, int x_stride, const conv_q8_w *q,
-                       const conv_bf16_w *h, const float *w, const float *b, int cout, int k, int dilation, float *y,
-                       int y_stride) {
+                       const conv_i16_w *i, const conv_bf16_w *h, const float *w, const float *b, int cout, int k,
+                       int dilation, float *y, int y_stride) {
     if (q->q) ops_conv1d_q8_ctx(s->ops, x, cin, t_in, x_stride, q, dilation, y, y_stride, s->qscratch);
+    else if (i && i->q) ops_conv1d_i16_ctx(s->ops, x, cin, t_in, x_stride, i, dilation, y, y_stride, s->qscratch);
     else if (h->w) ops_conv1d_bf16_ctx(s->ops, x, cin, t_in, x_stride, h, dilation, y, y_stride, s->qscratch);
     else ops_conv1d_ctx(s->ops, x, cin, t_in, x_stride, w, b, cout, k, 1, dilation, 1, y, y_stride);
 }
@@ -518,8 +523,8 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
     ops_snake(s->ops, x, m, A + 1, 1 + m, bl->act.a, bl->act.inv_b, bl->cin, m);
     float *y = out; /* block output / residual stream [C][M] */
     /* x is consumed (A holds its activation): scratch for the transposed conv's phases */
-    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wc, &bl->tconv_q, &bl->tconv_h, bl->tconv_b, C, bl->rate, y,
-                 M, x, s->qscratch);
+    tconv_causal(s->ops, A, bl->cin, m, 1 + m, bl->tconv_w, bl->tconv_wc, &bl->tconv_q, &bl->tconv_i, &bl->tconv_h,
+                 bl->tconv_b, C, bl->rate, y, M, x, s->qscratch);
     tail_save(s->blk_tail[b], A, bl->cin, 1, m);
     float *tmp = x; /* free now: [C][M] fits in a big buffer */
     for (int r = 0; r < CODEC_N_RES; r++) {
@@ -527,10 +532,11 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
         const int hist = 6 * ru->dilation, ws = hist + M;
         tail_load(A, s->ru_tail[b][r], C, hist, M);
         ops_snake(s->ops, y, M, A + hist, ws, ru->act1.a, ru->act1.inv_b, C, M);
-        conv1d_fmt(s, A, C, ws, ws, &ru->conv1_q, &ru->conv1_h, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, ru->dilation, tmp, M);
+        conv1d_fmt(s, A, C, ws, ws, &ru->conv1_q, NULL, &ru->conv1_h, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, ru->dilation, tmp, M);
         tail_save(s->ru_tail[b][r], A, C, hist, M);
         ops_snake(s->ops, tmp, M, tmp, M, ru->act2.a, ru->act2.inv_b, C, M);
-        conv1d_fmt(s, tmp, C, M, M, &ru->conv2_q, &ru->conv2_h, ru->conv2_w, ru->conv2_b, C, 1, 1, A, M);
+        conv1d_fmt(s, tmp, C, M, M, &ru->conv2_q, &ru->conv2_i, &ru->conv2_h, ru->conv2_w, ru->conv2_b, C, 1, 1, A,
+                   M);
         ops_add_ctx(s->ops, y, A, (size_t)C * M);
     }
 }
@@ -604,7 +610,8 @@ static void decode_chunk(codec_stream *s, const int32_t *codes, int n, float *pc
     /* decoder.0: causal conv K 7, b0 [LAT][6 + m] -> b1 [DD][m] */
     if (stage_run(&sc)) {
         tail_load(b0, s->dec0_tail, LAT, 6, m);
-        conv1d_fmt(s, b0, LAT, 6 + m, 6 + m, &d->dec0_q, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim, CODEC_CONV_K, 1, b1, m);
+        conv1d_fmt(s, b0, LAT, 6 + m, 6 + m, &d->dec0_q, &d->dec0_i, &d->dec0_h, d->dec0_w, d->dec0_b, c->decoder_dim,
+                   CODEC_CONV_K, 1, b1, m);
         tail_save(s->dec0_tail, b0, LAT, 6, m);
     }
     stage_out(s, &sc, "decoder0_out", b1, c->decoder_dim, m, m);

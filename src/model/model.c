@@ -392,8 +392,8 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
         s = err_set(&e, QTTS_ERR_INVALID_ARG, "n_threads must be >= 1 (got %d)", m->params.n_threads);
         goto fail;
     }
-    unsigned q8p, hp;
-    if (codec_decoder_format_parts(m->params.codec_weights, &q8p, &hp)) {
+    unsigned q8p, i16p, hp;
+    if (codec_decoder_format_parts(m->params.codec_weights, &q8p, &i16p, &hp)) {
         s = err_set(&e, QTTS_ERR_INVALID_ARG, "codec_weights %d is not a codec decoder format (f32, bf16, q8, q8bf16)",
                     (int)m->params.codec_weights);
         goto fail;
@@ -437,7 +437,7 @@ qtts_status qtts_model_load(qtts_model **out, const char *dir, const qtts_model_
                                            sizeof cstat, &e)))
             goto fail;
         model_log(m, QTTS_LOG_INFO, "codec decoder prepared-weights cache: %s", cstat);
-        if ((s = codec_decoder_set_forms(m->codec, q8p, hp, &e))) goto fail;
+        if ((s = codec_decoder_set_forms(m->codec, q8p, i16p, hp, &e))) goto fail;
         /* the decoder runs beside generation (its own worker thread): half the threads, at least one;
          * measured on 2 cores: 2 decoder threads competing with generation were slower than 1 */
         codec_decoder_set_threads(m->codec, m->params.n_threads / 2 > 1 ? m->params.n_threads / 2 : 1);

@@ -226,21 +226,23 @@ static void check_streaming(const char *tag, codec_stream *s, const int32_t *cod
 }
 
 /* Whether a conv holds the form its masks ask for (every width: the tests'
- * masks have CODEC_Q8_ANY_WIDTH): int8 when its bit is in q8, else bf16 when
- * in h, else none; never both. */
-static int form_is(unsigned bit, unsigned q8, unsigned h, const conv_q8_w *q, const conv_bf16_w *hw) {
-    const int want_q = (q8 & bit) != 0, want_h = !want_q && (h & bit);
-    return (q->q != NULL) == want_q && (hw->w != NULL) == want_h;
+ * masks have CODEC_Q8_ANY_WIDTH): int8 when its bit is in q8, else int16
+ * when in i16 (and the conv has an int16 form: iw not NULL), else bf16 when
+ * in h, else none; never two. */
+static int form_is(unsigned bit, unsigned q8, unsigned i16, unsigned h, const conv_q8_w *q, const conv_i16_w *iw,
+                   const conv_bf16_w *hw) {
+    const int want_q = (q8 & bit) != 0, want_i = !want_q && iw && (i16 & bit), want_h = !want_q && !want_i && (h & bit);
+    return (q->q != NULL) == want_q && (!iw || (iw->q != NULL) == want_i) && (hw->w != NULL) == want_h;
 }
 
-static int forms_as_asked(const codec_decoder *d, unsigned q8, unsigned h) {
-    int ok = form_is(CODEC_Q8_DEC0, q8, h, &d->dec0_q, &d->dec0_h);
+static int forms_as_asked(const codec_decoder *d, unsigned q8, unsigned i16, unsigned h) {
+    int ok = form_is(CODEC_Q8_DEC0, q8, i16, h, &d->dec0_q, &d->dec0_i, &d->dec0_h);
     for (int b = 0; b < d->cfg.n_blocks; b++) {
         const codec_block *bl = &d->blocks[b];
-        ok &= form_is(CODEC_Q8_TCONV, q8, h, &bl->tconv_q, &bl->tconv_h);
+        ok &= form_is(CODEC_Q8_TCONV, q8, i16, h, &bl->tconv_q, &bl->tconv_i, &bl->tconv_h);
         for (int r = 0; r < CODEC_N_RES; r++) {
-            ok &= form_is(CODEC_Q8_CONV1, q8, h, &bl->ru[r].conv1_q, &bl->ru[r].conv1_h);
-            ok &= form_is(CODEC_Q8_CONV2, q8, h, &bl->ru[r].conv2_q, &bl->ru[r].conv2_h);
+            ok &= form_is(CODEC_Q8_CONV1, q8, i16, h, &bl->ru[r].conv1_q, NULL, &bl->ru[r].conv1_h);
+            ok &= form_is(CODEC_Q8_CONV2, q8, i16, h, &bl->ru[r].conv2_q, &bl->ru[r].conv2_i, &bl->ru[r].conv2_h);
         }
     }
     /* the Linear layers: every one bf16 with CODEC_BF16_MATS, else every one f32 */
@@ -258,23 +260,25 @@ static int forms_as_asked(const codec_decoder *d, unsigned q8, unsigned h) {
 
 /* The public formats' masks. */
 static void check_format_parts(void) {
-    unsigned q = 1, h = 1;
-    int ok = !codec_decoder_format_parts(QTTS_CODEC_F32, &q, &h) && !q && !h;
-    ok &= !codec_decoder_format_parts(QTTS_CODEC_BF16, &q, &h) && !q && h == CODEC_BF16_DEFAULT;
-    ok &= !codec_decoder_format_parts(QTTS_CODEC_Q8, &q, &h) && q == CODEC_Q8_DEFAULT && h == CODEC_BF16_MATS;
-    ok &= !codec_decoder_format_parts(QTTS_CODEC_Q8BF16, &q, &h) && q == CODEC_Q8_DEFAULT && h == CODEC_BF16_DEFAULT;
-    ok &= codec_decoder_format_parts(7, &q, &h) == -1;
+    unsigned q = 1, i = 1, h = 1;
+    int ok = !codec_decoder_format_parts(QTTS_CODEC_F32, &q, &i, &h) && !q && !i && !h;
+    ok &= !codec_decoder_format_parts(QTTS_CODEC_BF16, &q, &i, &h) && !q && !i && h == CODEC_BF16_DEFAULT;
+    ok &= !codec_decoder_format_parts(QTTS_CODEC_Q8, &q, &i, &h) && q == CODEC_Q8_DEFAULT && i == CODEC_I16_DEFAULT &&
+          h == CODEC_BF16_MATS;
+    ok &= !codec_decoder_format_parts(QTTS_CODEC_Q8BF16, &q, &i, &h) && q == CODEC_Q8_DEFAULT && !i &&
+          h == CODEC_BF16_DEFAULT;
+    ok &= codec_decoder_format_parts(7, &q, &i, &h) == -1;
     ok &= qtts_codec_weights_from_name("q8bf16") == QTTS_CODEC_Q8BF16 &&
           !strcmp(qtts_codec_weights_name(QTTS_CODEC_Q8BF16), "q8bf16") && qtts_codec_weights_from_name("q9") == -1;
-    CHECK("format_parts", ok, "a public codec format maps to the wrong int8/bf16 masks or name");
+    CHECK("format_parts", ok, "a public codec format maps to the wrong int8/int16/bf16 masks or name");
 }
 
-/* A format given by its int8 and bf16 masks (the golden codec's narrow
+/* A format given by its int8, int16 and bf16 masks (the golden codec's narrow
  * convs included): each conv holds the asked form, the format's path runs
  * (the PCM differs from f32's, stays finite), and any chunking gives the
  * bits of one pass, as in f32. */
-static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8_parts, unsigned bf16_parts,
-                                double snr_floor, const char *tag) {
+static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8_parts, unsigned i16_parts,
+                                unsigned bf16_parts, double snr_floor, const char *tag) {
     char codec_dir[4096]; /* test_path's buffer is reused below */
     snprintf(codec_dir, sizeof codec_dir, "%s", dir_arg);
     codec_decoder *d = NULL;
@@ -288,7 +292,7 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
     float *f = malloc(ns * sizeof(float)), *q = malloc(ns * sizeof(float));
     codec_stream *s = NULL;
     int ok = codec_decoder_load(&d, codec_dir, huge_pages, &e) == QTTS_OK && codec_decode(d, codes, T, f, &e) == QTTS_OK &&
-             codec_decoder_set_forms(d, q8_parts, bf16_parts, &e) == QTTS_OK &&
+             codec_decoder_set_forms(d, q8_parts, i16_parts, bf16_parts, &e) == QTTS_OK &&
              codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
     char nm[64];
     snprintf(nm, sizeof nm, "%s/decode", tag);
@@ -297,11 +301,11 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
         int finite = 1;
         for (size_t i = 0; i < ns; i++) finite &= isfinite(q[i]);
         snprintf(nm, sizeof nm, "%s/forms_as_asked", tag);
-        CHECK(nm, forms_as_asked(d, q8_parts, bf16_parts), "a conv holds another form than the masks %#x / %#x ask",
-              q8_parts, bf16_parts);
-        /* with convs in int8 or bf16 the PCM differs; the Linear layers alone in bf16 may not (the
-         * golden codecs' weights are bf16 values stored as f32) */
-        const int convs = q8_parts || (bf16_parts & ~CODEC_BF16_MATS);
+        CHECK(nm, forms_as_asked(d, q8_parts, i16_parts, bf16_parts),
+              "a conv holds another form than the masks %#x / %#x / %#x ask", q8_parts, i16_parts, bf16_parts);
+        /* with convs in int8, int16 or bf16 the PCM differs; the Linear layers alone in bf16 may not
+         * (the golden codecs' weights are bf16 values stored as f32) */
+        const int convs = q8_parts || i16_parts || (bf16_parts & ~CODEC_BF16_MATS);
         snprintf(nm, sizeof nm, "%s/format_path_runs", tag);
         CHECK(nm, finite && (!convs || memcmp(f, q, ns * sizeof(float)) != 0), "the %s decoder's PCM is %s", tag,
               finite ? "the f32 decoder's" : "not finite");
@@ -317,7 +321,7 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
         /* the f32 packs of the transposed convs that have a form are given back */
         int released = 1;
         for (int b = 0; b < d->cfg.n_blocks; b++)
-            released &= !((q8_parts | bf16_parts) & CODEC_Q8_TCONV) || !d->blocks[b].tconv_wc;
+            released &= !((q8_parts | i16_parts | bf16_parts) & CODEC_Q8_TCONV) || !d->blocks[b].tconv_wc;
         snprintf(nm, sizeof nm, "%s/f32_tconv_packs_released", tag);
         CHECK(nm, released, "a block's f32 packed transposed conv is still held beside its %s form", tag);
         /* the Vulkan decoder's view of a Linear matrix: its f32 form whatever the format */
@@ -332,7 +336,7 @@ static void check_fmt_streaming(const char *dir_arg, int huge_pages, unsigned q8
         /* back to f32: the packs are made again, and the PCM is f32's, bit for bit */
         codec_stream_free(s);
         s = NULL;
-        const int back = codec_decoder_set_forms(d, 0, 0, &e) == QTTS_OK &&
+        const int back = codec_decoder_set_forms(d, 0, 0, 0, &e) == QTTS_OK &&
                          codec_stream_new(d, &s, &e) == QTTS_OK && codec_stream_decode(s, codes, T, q, &e) == QTTS_OK;
         snprintf(nm, sizeof nm, "%s/back_to_f32", tag);
         CHECK(nm, back && !memcmp(f, q, ns * sizeof(float)), "%s", back ? "the PCM differs from the f32 decode's" : e.msg);
@@ -713,20 +717,24 @@ int main(void) {
         if (ci == 0) {
             check_errors(d);
             check_huge_pages_same_pcm(d, test_path("golden/data/%s/speech_tokenizer", cas));
-            /* the floors: about 3 dB under what each format gives on this tiny random codec (13.4,
-             * 21.0, 15.9 dB); q8bf16 loads without huge pages, so its given-back packs are freed
-             * (a form still reading one is a use after free under the sanitizers) */
-            const unsigned all = 15u | CODEC_Q8_ANY_WIDTH;
+            /* the floors: about 3-4 dB under what each format gives on this tiny random codec (13.4,
+             * 44.1, 21.0, 16.4, 15.9 dB); q8bf16 loads without huge pages, so its given-back
+             * packs are freed (a form still reading one is a use after free under the sanitizers) */
+            const unsigned all = 15u | CODEC_Q8_ANY_WIDTH, k7 = CODEC_Q8_CONV1 | CODEC_Q8_ANY_WIDTH;
+            const char *dir = test_path("golden/data/%s/speech_tokenizer", cas);
+            char cdir[4096];
+            snprintf(cdir, sizeof cdir, "%s", dir);
             check_format_parts();
-            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), 1, all, 0, 10.0, "q8");
-            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), 1, 0, all, 18.0, "bf16");
+            check_fmt_streaming(cdir, 1, all, 0, 0, 10.0, "q8_all");
+            check_fmt_streaming(cdir, 1, 0, all, 0, 40.0, "i16_all");
+            check_fmt_streaming(cdir, 1, 0, 0, all, 18.0, "bf16");
+            /* q8's shape: int8 for the K 7 convs, int16 for the rest, bf16 Linear layers */
+            check_fmt_streaming(cdir, 1, k7, all, CODEC_BF16_MATS, 13.0, "q8");
             /* q8bf16's shape: int8 for the K 7 convs, bf16 for the rest */
-            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), 0, CODEC_Q8_CONV1 | CODEC_Q8_ANY_WIDTH,
-                                all, 13.0, "q8bf16");
+            check_fmt_streaming(cdir, 0, k7, 0, all, 13.0, "q8bf16");
             /* the Linear layers alone in bf16 (every convolution f32): these weights are bf16 values,
              * so the bf16 matmuls give the f32 PCM (to the kernel table's summation order) */
-            check_fmt_streaming(test_path("golden/data/%s/speech_tokenizer", cas), 1, 0, CODEC_BF16_MATS, 100.0,
-                                "bf16_mats");
+            check_fmt_streaming(cdir, 1, 0, 0, CODEC_BF16_MATS, 100.0, "bf16_mats");
         }
         codec_decoder_free(d);
         json_decref(man);
