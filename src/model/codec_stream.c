@@ -532,7 +532,8 @@ static void vocoder_block(codec_stream *s, int b, float *x, int m, float *work, 
         const int hist = 6 * ru->dilation, ws = hist + M;
         tail_load(A, s->ru_tail[b][r], C, hist, M);
         ops_snake(s->ops, y, M, A + hist, ws, ru->act1.a, ru->act1.inv_b, C, M);
-        conv1d_fmt(s, A, C, ws, ws, &ru->conv1_q, NULL, &ru->conv1_h, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K, ru->dilation, tmp, M);
+        conv1d_fmt(s, A, C, ws, ws, &ru->conv1_q, NULL, &ru->conv1_h, ru->conv1_w, ru->conv1_b, C, CODEC_CONV_K,
+                   ru->dilation, tmp, M);
         tail_save(s->ru_tail[b][r], A, C, hist, M);
         ops_snake(s->ops, tmp, M, tmp, M, ru->act2.a, ru->act2.inv_b, C, M);
         conv1d_fmt(s, tmp, C, M, M, &ru->conv2_q, &ru->conv2_i, &ru->conv2_h, ru->conv2_w, ru->conv2_b, C, 1, 1, A,

@@ -472,8 +472,9 @@ static void bench_codec_f32_shapes(void) {
             for (int rep = -1; rep < REPS; rep++)
                 for (int f = 0; f < 2; f++) {
                     const double t0 = now_s();
-                    if (tr && !f) ops_conv_transpose1d_conv_ctx(&ctx, x, cin, tin, tin, wc, cout, K, r, r, r + T * r, y, T * r, scr);
-                    else if (tr) ops_conv_transpose1d_i16_ctx(&ctx, x, cin, tin, tin, &q, cout, K, r, r, r + T * r, y, T * r, scr, qs);
+                    const int t1 = r + T * r;
+                    if (tr && !f) ops_conv_transpose1d_conv_ctx(&ctx, x, cin, tin, tin, wc, cout, K, r, r, t1, y, T * r, scr);
+                    else if (tr) ops_conv_transpose1d_i16_ctx(&ctx, x, cin, tin, tin, &q, cout, K, r, r, t1, y, T * r, scr, qs);
                     else if (!f) ops_conv1d_ctx(&ctx, x, cin, tin, tin, w, b, cout, K, 1, 1, 1, y, T);
                     else ops_conv1d_i16_ctx(&ctx, x, cin, tin, tin, &q, 1, y, T, qs);
                     if (rep >= 0) v[f][rep] = macs / (now_s() - t0) / 1e9;

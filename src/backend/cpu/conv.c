@@ -156,6 +156,31 @@ void ops_conv_split_ctx(const ops_ctx *c, int cout, long long macs, void (*run)(
     }
 }
 
+typedef struct pack_job {
+    void (*run)(const void *job, int t0, int t1);
+    const void *job;
+    int t_in, per;
+} pack_job;
+
+static void pack_task(void *arg, int t, int n_tasks) {
+    (void)n_tasks;
+    const pack_job *j = arg;
+    const int t0 = t * j->per, t1 = t0 + j->per < j->t_in ? t0 + j->per : j->t_in;
+    if (t0 < t1) j->run(j->job, t0, t1);
+}
+
+void ops_conv_pack_split_ctx(const ops_ctx *c, int cin, int t_in, void (*run)(const void *job, int t0, int t1),
+                             const void *job) {
+    const int nt = c ? c->n_threads : 1;
+    if (nt > 1 && (long long)cin * t_in >= (1 << 15) && t_in >= 64) {
+        const int per = ((t_in + nt - 1) / nt + 15) / 16 * 16;
+        pack_job j = {run, job, t_in, per};
+        ops_parallel(c, pack_task, &j, (t_in + per - 1) / per);
+    } else {
+        run(job, 0, t_in);
+    }
+}
+
 int ops_conv_transpose_window(int t_in, int k, int stride, int t0, int t1, int *u0, int *nu) {
     if (stride <= 0 || k <= 0 || k % stride || t1 <= t0 || t0 % stride || t1 % stride) return 0;
     const int kk = k / stride;

@@ -152,6 +152,13 @@ int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min);
 void ops_conv_split_ctx(const ops_ctx *c, int cout, long long macs, void (*run)(const void *job, int o0, int o1),
                         const void *job);
 
+/* The packing of a conv's input (int8, int16: each step packed from its own
+ * column alone) by run(job, t0, t1) over steps [0, t_in): over the
+ * context's threads in ranges of a multiple of 16 steps when cin * t_in is
+ * large, else in one call; the same bytes either way. */
+void ops_conv_pack_split_ctx(const ops_ctx *c, int cin, int t_in, void (*run)(const void *job, int t0, int t1),
+                             const void *job);
+
 /* A transposed conv of kernel k and stride run as its packed conv1d (kk = k /
  * stride taps) over the output window [t0, t1): 1 with the conv1d's first
  * input step *u0 and its output steps *nu when the window rules of

@@ -78,8 +78,10 @@ void conv_i16_pack_cols(const float *x, int cin, int x_stride, int qmax, int16_t
         for (int i = 0; i < cin; i++) m = fmaxf(m, fabsf(x[(size_t)i * x_stride + t]));
         sx[t] = m / qm;
         const float inv = m > 0.0f ? qm / m : 0.0f;
-        for (int i = 0; i < cin2; i++)
-            xq[((size_t)(i / 2) * xq_stride + t) * 2 + i % 2] = i < cin ? q_round(x[(size_t)i * x_stride + t] * inv, qm) : 0;
+        for (int i = 0; i < cin2; i++) {
+            const int16_t q = i < cin ? q_round(x[(size_t)i * x_stride + t] * inv, qm) : 0;
+            xq[((size_t)(i / 2) * xq_stride + t) * 2 + i % 2] = q;
+        }
     }
 }
 
@@ -107,6 +109,19 @@ void conv1d_i16_scalar(const ops_conv_i16_args *a, int o0, int o1) {
     }
 }
 
+typedef struct i16_pack_job {
+    void (*pack)(const float *, int, int, int, int, int16_t *, int, float *);
+    const float *x;
+    int cin, x_stride, qmax, xq_stride;
+    int16_t *xq;
+    float *sx;
+} i16_pack_job;
+
+static void i16_pack_run(const void *job, int t0, int t1) {
+    const i16_pack_job *j = job;
+    j->pack(j->x + t0, j->cin, t1 - t0, j->x_stride, j->qmax, j->xq + (size_t)t0 * 2, j->xq_stride, j->sx + t0);
+}
+
 typedef struct i16_job {
     void (*fn)(const ops_conv_i16_args *, int, int);
     const ops_conv_i16_args *a;
@@ -127,7 +142,8 @@ void ops_conv1d_i16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int
     void (*pack)(const float *, int, int, int, int, int16_t *, int, float *) =
         k->conv_i16_pack ? k->conv_i16_pack : conv_i16_pack_scalar;
     void (*fn)(const ops_conv_i16_args *, int, int) = k->conv1d_i16 ? k->conv1d_i16 : conv1d_i16_scalar;
-    pack(x, cin, t_in, x_stride, w->qmax, xq, t_in, sx);
+    const i16_pack_job pj = {pack, x, cin, x_stride, w->qmax, t_in, xq, sx};
+    ops_conv_pack_split_ctx(c, cin, t_in, i16_pack_run, &pj);
     const ops_conv_i16_args a = {.xq = xq, .sx = sx, .cin2 = w->cin2, .t_in = t_in, .xq_stride = t_in, .w = w->q,
                                  .sw = w->sw, .bias = w->bias, .cout = w->cout, .k = w->k, .dilation = dilation,
                                  .y = y, .y_stride = y_stride};

@@ -210,8 +210,10 @@ AI void i16_tile(int CO, int TV, const ops_conv_i16_args *a, int o, int t, int n
             const int16_t *xp = xt + g * xs;
             int16x8_t xv[I16_TV];
 #pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                xv[v] = vreinterpretq_s16_u32(load_u32_n((const uint32_t *)(const void *)(xp + 8 * v), v == TV - 1 ? nlast : VL));
+            for (int v = 0; v < TV; v++) {
+                const uint32_t *xw = (const uint32_t *)(const void *)(xp + 8 * v);
+                xv[v] = vreinterpretq_s16_u32(load_u32_n(xw, v == TV - 1 ? nlast : VL));
+            }
 #pragma GCC unroll 4
             for (int c = 0; c < CO; c++) {
                 int32_t w2;
@@ -275,11 +277,12 @@ static void conv_i16_pack_neon(const float *x, int cin, int t_in, int x_stride, 
         const uint32x4_t nz = vcgtq_f32(mx, vdupq_n_f32(0.0f));
         const float32x4_t inv = vreinterpretq_f32_u32(vandq_u32(nz, vreinterpretq_u32_f32(vdivq_f32(qf, mx))));
         for (int i = 0; i < cin; i += 2) {
-            const int32x4_t q0 = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + (size_t)i * x_stride + t), inv)), lo), hi);
+            const float32x4_t x0 = vld1q_f32(x + (size_t)i * x_stride + t);
+            const int32x4_t q0 = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(x0, inv)), lo), hi);
             uint32x4_t r = vandq_u32(vreinterpretq_u32_s32(q0), low16);
             if (i + 1 < cin) {
-                const int32x4_t q1 = vminq_s32(
-                    vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + (size_t)(i + 1) * x_stride + t), inv)), lo), hi);
+                const float32x4_t x1 = vld1q_f32(x + (size_t)(i + 1) * x_stride + t);
+                const int32x4_t q1 = vminq_s32(vmaxq_s32(vcvtnq_s32_f32(vmulq_f32(x1, inv)), lo), hi);
                 r = vorrq_u32(r, vshlq_n_u32(vreinterpretq_u32_s32(q1), 16));
             }
             vst1q_u32((uint32_t *)(void *)(xq + ((size_t)(i / 2) * xq_stride + t) * 2), r);

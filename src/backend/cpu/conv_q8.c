@@ -102,6 +102,19 @@ void conv1d_q8_scalar(const ops_conv_q8_args *a, int o0, int o1) {
     }
 }
 
+typedef struct q8_pack_job {
+    void (*pack)(const float *, int, int, int, uint8_t *, int, float *);
+    const float *x;
+    int cin, x_stride, xq_stride;
+    uint8_t *xq;
+    float *sx;
+} q8_pack_job;
+
+static void q8_pack_run(const void *job, int t0, int t1) {
+    const q8_pack_job *j = job;
+    j->pack(j->x + t0, j->cin, t1 - t0, j->x_stride, j->xq + (size_t)t0 * 4, j->xq_stride, j->sx + t0);
+}
+
 typedef struct q8_job {
     void (*fn)(const ops_conv_q8_args *, int, int);
     const ops_conv_q8_args *a;
@@ -122,7 +135,8 @@ void ops_conv1d_q8_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int 
     void (*pack)(const float *, int, int, int, uint8_t *, int, float *) =
         k->conv_q8_pack ? k->conv_q8_pack : conv_q8_pack_scalar;
     void (*fn)(const ops_conv_q8_args *, int, int) = k->conv1d_q8 ? k->conv1d_q8 : conv1d_q8_scalar;
-    pack(x, cin, t_in, x_stride, xq, t_in, sx);
+    const q8_pack_job pj = {pack, x, cin, x_stride, t_in, xq, sx};
+    ops_conv_pack_split_ctx(c, cin, t_in, q8_pack_run, &pj);
     const ops_conv_q8_args a = {.xq = xq, .sx = sx, .cin4 = w->cin4, .t_in = t_in, .xq_stride = t_in, .w = w->q,
                                 .sw = w->sw, .wsum = w->wsum, .bias = w->bias, .cout = w->cout, .k = w->k,
                                 .dilation = dilation, .y = y, .y_stride = y_stride};
