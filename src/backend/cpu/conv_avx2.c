@@ -337,7 +337,6 @@ AI __m256i madd_acc(__m256i acc, __m256i x, __m256i w) {
     return acc;
 }
 
-
 /* CO output channels x TV vectors of 8 steps from t: per tap, the integer
  * sums over input channels, 4 channels a lane: x's bytes back to signed
  * (^ 0x80), then vpmaddubsw of |x| by w with x's sign (vpsignb) -- each pair
