@@ -131,54 +131,44 @@ int ops_conv_time_block(int cin_g, int span, size_t bytes, int step, int min) {
     return tbl < min ? min : tbl > (1 << 24) ? 1 << 24 : (int)(tbl / step) * step;
 }
 
-typedef struct split_job {
-    void (*run)(const void *job, int o0, int o1);
+/* run(job, r0, r1) over [0, n) in ranges of per, one task each */
+typedef struct range_job {
+    void (*run)(const void *job, int r0, int r1);
     const void *job;
-    int cout, per;
-} split_job;
+    int n, per;
+} range_job;
 
-static void split_task(void *arg, int t, int n_tasks) {
+static void range_task(void *arg, int t, int n_tasks) {
     (void)n_tasks;
-    const split_job *j = arg;
-    const int o0 = t * j->per, o1 = o0 + j->per < j->cout ? o0 + j->per : j->cout;
-    if (o0 < o1) j->run(j->job, o0, o1);
+    const range_job *j = arg;
+    const int r0 = t * j->per, r1 = r0 + j->per < j->n ? r0 + j->per : j->n;
+    if (r0 < r1) j->run(j->job, r0, r1);
+}
+
+static void run_ranges(const ops_ctx *c, int n, int per, void (*run)(const void *job, int r0, int r1),
+                       const void *job) {
+    range_job j = {run, job, n, per};
+    ops_parallel(c, range_task, &j, (n + per - 1) / per);
 }
 
 void ops_conv_split_ctx(const ops_ctx *c, int cout, long long macs, void (*run)(const void *job, int o0, int o1),
                         const void *job) {
     const int nt = c ? c->n_threads : 1;
     if (nt > 1 && macs >= (1 << 21) && cout >= 24) {
-        const int n_tasks = nt * 2, per = ((cout + n_tasks - 1) / n_tasks + 11) / 12 * 12;
-        split_job j = {run, job, cout, per};
-        ops_parallel(c, split_task, &j, (cout + per - 1) / per);
+        const int n_tasks = nt * 2;
+        run_ranges(c, cout, ((cout + n_tasks - 1) / n_tasks + 11) / 12 * 12, run, job);
     } else {
         run(job, 0, cout);
     }
 }
 
-typedef struct pack_job {
-    void (*run)(const void *job, int t0, int t1);
-    const void *job;
-    int t_in, per;
-} pack_job;
-
-static void pack_task(void *arg, int t, int n_tasks) {
-    (void)n_tasks;
-    const pack_job *j = arg;
-    const int t0 = t * j->per, t1 = t0 + j->per < j->t_in ? t0 + j->per : j->t_in;
-    if (t0 < t1) j->run(j->job, t0, t1);
-}
-
 void ops_conv_pack_split_ctx(const ops_ctx *c, int cin, int t_in, void (*run)(const void *job, int t0, int t1),
                              const void *job) {
     const int nt = c ? c->n_threads : 1;
-    if (nt > 1 && (long long)cin * t_in >= (1 << 15) && t_in >= 64) {
-        const int per = ((t_in + nt - 1) / nt + 15) / 16 * 16;
-        pack_job j = {run, job, t_in, per};
-        ops_parallel(c, pack_task, &j, (t_in + per - 1) / per);
-    } else {
+    if (nt > 1 && (long long)cin * t_in >= (1 << 15) && t_in >= 64)
+        run_ranges(c, t_in, ((t_in + nt - 1) / nt + 15) / 16 * 16, run, job);
+    else
         run(job, 0, t_in);
-    }
 }
 
 int ops_conv_transpose_window(int t_in, int k, int stride, int t0, int t1, int *u0, int *nu) {
