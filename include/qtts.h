@@ -82,8 +82,8 @@ typedef enum qtts_codec_weights {
     QTTS_CODEC_BF16 = 1, /* bf16 weights and convolution inputs, f32 sums, for the stages
                             docs/MODEL.md lists (the rest stays f32) */
     QTTS_CODEC_Q8 = 2,   /* int8: per-output-channel weight scales, per-step activation scales,
-                            for the convs docs/MODEL.md lists; the other convs in int16 (the 1x1
-                            convs under 384 channels f32); the Linear layers' weights in bf16 */
+                            for the convs docs/MODEL.md lists; most other convs in int16 (the
+                            list is there too); the Linear layers' weights in bf16 */
     QTTS_CODEC_Q8BF16 = 3 /* q8's int8 stages, and every other vocoder conv in bf16 (none f32):
                              the fastest where the CPU has a bf16 dot product (AVX512-BF16) */
 } qtts_codec_weights;
