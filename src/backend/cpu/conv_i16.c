@@ -60,10 +60,6 @@ void conv_i16_w_free(conv_i16_w *w) {
     memset(w, 0, sizeof *w);
 }
 
-size_t conv_i16_w_bytes(const conv_i16_w *w) {
-    return (size_t)w->cout * w->k * (sizeof(int16_t) * w->cin2 + sizeof(float));
-}
-
 size_t ops_conv_i16_scratch_bytes(int cin, int t_in) {
     const size_t t = t_in > 0 ? (size_t)t_in : 1;
     return ALIGN64(sizeof(int16_t) * (size_t)((cin + 1) & ~1) * t) + ALIGN64(sizeof(float) * t);

@@ -39,8 +39,6 @@ int conv_i16_qmax(int cin);
 /* Quantise wf [cout][cin][k] (PyTorch Conv1d layout). 1: done, 0: out of memory. */
 int conv_i16_w_make(conv_i16_w *w, const float *wf, const float *bias, int cout, int cin, int k);
 void conv_i16_w_free(conv_i16_w *w);
-/* Weight bytes in memory (q, sw). */
-size_t conv_i16_w_bytes(const conv_i16_w *w);
 
 /* Scratch ops_conv1d_i16_ctx needs for cin input channels of t_in steps. */
 size_t ops_conv_i16_scratch_bytes(int cin, int t_in);
