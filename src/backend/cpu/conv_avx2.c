@@ -337,6 +337,35 @@ AI __m256i madd_acc(__m256i acc, __m256i x, __m256i w) {
     return acc;
 }
 
+/* The rows of the int8, int16 and bf16 tiles: TV vectors of 8 steps, the
+ * last one masked by mlast unless the tile is whole (FULL). */
+AI void load_row(int TV, int FULL, const float *p, __m256 *r, __m256i mlast) {
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++)
+        r[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(p + VL * v, mlast) : _mm256_loadu_ps(p + VL * v);
+}
+
+/* After a tap's integer sums s of one output channel: f += float(s) x the
+ * steps' scales sv x the tap's weight scale sw (two roundings, no FMA: the
+ * scalar reference's order). */
+AI void int_tap_row(int TV, __m256 *f, const __m256i *s, const __m256 *sv, float sw) {
+    const __m256 w = _mm256_set1_ps(sw);
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++)
+        f[v] = _mm256_add_ps(f[v], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[v]), sv[v]), w));
+}
+
+/* y = f + bias over one output channel's row. */
+AI void store_row(int TV, int FULL, float *y, const __m256 *f, float bias, __m256i mlast) {
+    const __m256 b = _mm256_set1_ps(bias);
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++) {
+        const __m256 r = _mm256_add_ps(f[v], b);
+        if (v == TV - 1 && !FULL) _mm256_maskstore_ps(y + VL * v, mlast, r);
+        else _mm256_storeu_ps(y + VL * v, r);
+    }
+}
+
 /* CO output channels x TV vectors of 8 steps from t: per tap, the integer
  * sums over input channels, 4 channels a lane: x's bytes back to signed
  * (^ 0x80), then vpmaddubsw of |x| by w with x's sign (vpsignb) -- each pair
@@ -389,30 +418,14 @@ AI void q8_tile(int CO, int TV, int FULL, const ops_conv_q8_args *a, int o, int 
                 }
             }
         }
-        const float *st = a->sx + t + tap * d;
         __m256 sv[Q8_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++)
-            sv[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(st + VL * v, mlast) : _mm256_loadu_ps(st + VL * v);
+        load_row(TV, FULL, a->sx + t + tap * d, sv, mlast);
 #pragma GCC unroll 4
-        for (int c = 0; c < CO; c++) {
-            const __m256 swt = _mm256_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = _mm256_add_ps(f[c][v], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[c][v]), sv[v]), swt));
-        }
+        for (int c = 0; c < CO; c++) int_tap_row(TV, f[c], acc[c], sv, a->sw[(size_t)(o + c) * k + tap]);
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) {
-            const __m256 r = _mm256_add_ps(f[c][v], b);
-            if (v == TV - 1 && !FULL) _mm256_maskstore_ps(yo + VL * v, mlast, r);
-            else _mm256_storeu_ps(yo + VL * v, r);
-        }
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, FULL, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define Q8_TILES(CO)                                                                                                   \
@@ -503,30 +516,14 @@ AI void i16_tile(int CO, int TV, int FULL, const ops_conv_i16_args *a, int o, in
                 for (int v = 0; v < TV; v++) acc[c][v] = madd_acc(acc[c][v], xv[v], wv);
             }
         }
-        const float *st = a->sx + t + tap * d;
         __m256 sv[I16_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++)
-            sv[v] = v == TV - 1 && !FULL ? _mm256_maskload_ps(st + VL * v, mlast) : _mm256_loadu_ps(st + VL * v);
+        load_row(TV, FULL, a->sx + t + tap * d, sv, mlast);
 #pragma GCC unroll 6
-        for (int c = 0; c < CO; c++) {
-            const __m256 swt = _mm256_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = _mm256_add_ps(f[c][v], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[c][v]), sv[v]), swt));
-        }
+        for (int c = 0; c < CO; c++) int_tap_row(TV, f[c], acc[c], sv, a->sw[(size_t)(o + c) * k + tap]);
     }
 #pragma GCC unroll 6
-    for (int c = 0; c < CO; c++) {
-        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) {
-            const __m256 r = _mm256_add_ps(f[c][v], b);
-            if (v == TV - 1 && !FULL) _mm256_maskstore_ps(yo + VL * v, mlast, r);
-            else _mm256_storeu_ps(yo + VL * v, r);
-        }
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, FULL, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define I16_TILES(CO)                                                                                                  \
@@ -619,16 +616,8 @@ AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, __m25
         }
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const __m256 b = _mm256_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) {
-            const __m256 r = _mm256_add_ps(acc[c][v], b);
-            if (v == TV - 1) _mm256_maskstore_ps(yo + VL * v, mlast, r);
-            else _mm256_storeu_ps(yo + VL * v, r);
-        }
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, 0, a->y + (size_t)(o + c) * a->y_stride + t, acc[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define BF_TILES(CO)                                                                                                   \

@@ -256,6 +256,32 @@ void conv_fill_avx512(ops_kernels *k) {
 
 /* ------------------------------------------------------------ int8 (VNNI) */
 
+/* The rows of the int8, int16 and bf16 tiles: TV vectors of 16 steps, the
+ * last one masked by mlast. */
+AI __mmask16 row_mask(int v, int TV, __mmask16 mlast) { return v == TV - 1 ? mlast : (__mmask16)0xffff; }
+
+AI void load_row(int TV, const float *p, __m512 *r, __mmask16 mlast) {
+#pragma GCC unroll 4
+    for (int v = 0; v < TV; v++) r[v] = _mm512_maskz_loadu_ps(row_mask(v, TV, mlast), p + VL * v);
+}
+
+/* After a tap's integer sums s of one output channel: f += float(s) x the
+ * steps' scales sv x the tap's weight scale sw (two roundings, no FMA: the
+ * scalar reference's order). */
+AI void int_tap_row(int TV, __m512 *f, const __m512i *s, const __m512 *sv, float sw) {
+    const __m512 w = _mm512_set1_ps(sw);
+#pragma GCC unroll 4
+    for (int v = 0; v < TV; v++)
+        f[v] = _mm512_add_ps(f[v], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s[v]), sv[v]), w));
+}
+
+/* y = f + bias over one output channel's row. */
+AI void store_row(int TV, float *y, const __m512 *f, float bias, __mmask16 mlast) {
+    const __m512 b = _mm512_set1_ps(bias);
+#pragma GCC unroll 4
+    for (int v = 0; v < TV; v++) _mm512_mask_storeu_ps(y + VL * v, row_mask(v, TV, mlast), _mm512_add_ps(f[v], b));
+}
+
 /* CO output channels x TV vectors of 16 steps from t: per tap, the integer
  * sums over input channels by vpdpbusd (u8 x + 128 times s8 w, 4 channels a
  * lane; started at -128 sum w, which undoes the + 128), then f += sums x the
@@ -302,26 +328,14 @@ AI void q8_tile(int CO, int TV, const ops_conv_q8_args *a, int o, int t, __mmask
                 for (int v = 0; v < TV; v++) acc[c][v] = _mm512_dpbusd_epi32(acc[c][v], xv[v], wv);
             }
         }
-        const float *st = a->sx + t + tap * d;
         __m512 sv[Q8_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = _mm512_maskz_loadu_ps(v == TV - 1 ? mlast : (__mmask16)0xffff, st + VL * v);
+        load_row(TV, a->sx + t + tap * d, sv, mlast);
 #pragma GCC unroll 4
-        for (int c = 0; c < CO; c++) {
-            const __m512 swt = _mm512_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = _mm512_add_ps(f[c][v], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt));
-        }
+        for (int c = 0; c < CO; c++) int_tap_row(TV, f[c], acc[c], sv, a->sw[(size_t)(o + c) * k + tap]);
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++)
-            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(f[c][v], b));
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define Q8_TILES(CO)                                                                                                   \
@@ -413,26 +427,14 @@ AI void i16_tile(int CO, int TV, const ops_conv_i16_args *a, int o, int t, __mma
                 for (int v = 0; v < TV; v++) acc[c][v] = _mm512_dpwssd_epi32(acc[c][v], xv[v], wv);
             }
         }
-        const float *st = a->sx + t + tap * d;
         __m512 sv[I16_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = _mm512_maskz_loadu_ps(v == TV - 1 ? mlast : (__mmask16)0xffff, st + VL * v);
+        load_row(TV, a->sx + t + tap * d, sv, mlast);
 #pragma GCC unroll 6
-        for (int c = 0; c < CO; c++) {
-            const __m512 swt = _mm512_set1_ps(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = _mm512_add_ps(f[c][v], _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[c][v]), sv[v]), swt));
-        }
+        for (int c = 0; c < CO; c++) int_tap_row(TV, f[c], acc[c], sv, a->sw[(size_t)(o + c) * k + tap]);
     }
 #pragma GCC unroll 6
-    for (int c = 0; c < CO; c++) {
-        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++)
-            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(f[c][v], b));
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define I16_TILES(CO)                                                                                                  \
@@ -519,13 +521,8 @@ AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, __mma
         }
     }
 #pragma GCC unroll 6
-    for (int c = 0; c < CO; c++) {
-        const __m512 b = _mm512_set1_ps(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 4
-        for (int v = 0; v < TV; v++)
-            _mm512_mask_storeu_ps(yo + VL * v, v == TV - 1 ? mlast : (__mmask16)0xffff, _mm512_add_ps(acc[c][v], b));
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, acc[c], a->bias ? a->bias[o + c] : 0.0f, mlast);
 }
 
 #define BF_TILES(CO)                                                                                                   \

@@ -79,6 +79,29 @@ AI void store_f32_n(float *p, float32x4_t v, int n) {
     }
 }
 
+/* The rows of the int8, int16 and bf16 tiles: TV vectors of 4 steps, nlast
+ * of them valid in the last. */
+AI void load_row(int TV, const float *p, float32x4_t *r, int nlast) {
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++) r[v] = load_f32_n(p + VL * v, v == TV - 1 ? nlast : VL);
+}
+
+/* After a tap's integer sums s of one output channel: f += float(s) x the
+ * steps' scales sv x the tap's weight scale sw (two roundings, no FMA: the
+ * scalar reference's order). */
+AI void int_tap_row(int TV, float32x4_t *f, const int32x4_t *s, const float32x4_t *sv, float sw) {
+    const float32x4_t w = vdupq_n_f32(sw);
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++) f[v] = vaddq_f32(f[v], vmulq_f32(vmulq_f32(vcvtq_f32_s32(s[v]), sv[v]), w));
+}
+
+/* y = f + bias over one output channel's row. */
+AI void store_row(int TV, float *y, const float32x4_t *f, float bias, int nlast) {
+    const float32x4_t b = vdupq_n_f32(bias);
+#pragma GCC unroll 2
+    for (int v = 0; v < TV; v++) store_f32_n(y + VL * v, vaddq_f32(f[v], b), v == TV - 1 ? nlast : VL);
+}
+
 /* ------------------------------------------------------------ int8 */
 
 /* The int8 tile (conv_q8_neon_tile.h), 4 output channels x 2 vectors of 4
@@ -226,27 +249,19 @@ AI void i16_tile(int CO, int TV, const ops_conv_i16_args *a, int o, int t, int n
                 }
             }
         }
-        const float *st = a->sx + t + tap * d;
         float32x4_t sv[I16_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = load_f32_n(st + VL * v, v == TV - 1 ? nlast : VL);
+        load_row(TV, a->sx + t + tap * d, sv, nlast);
 #pragma GCC unroll 4
         for (int c = 0; c < CO; c++) {
-            const float32x4_t swt = vdupq_n_f32(a->sw[(size_t)(o + c) * k + tap]);
+            int32x4_t sum[I16_TV];
 #pragma GCC unroll 2
-            for (int v = 0; v < TV; v++) {
-                const int32x4_t sum = vpaddq_s32(lo[c][v], hi[c][v]);
-                f[c][v] = vaddq_f32(f[c][v], vmulq_f32(vmulq_f32(vcvtq_f32_s32(sum), sv[v]), swt));
-            }
+            for (int v = 0; v < TV; v++) sum[v] = vpaddq_s32(lo[c][v], hi[c][v]);
+            int_tap_row(TV, f[c], sum, sv, a->sw[(size_t)(o + c) * k + tap]);
         }
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(f[c][v], b), v == TV - 1 ? nlast : VL);
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, nlast);
 }
 
 #define I16_TILES(CO)                                                                                                  \
@@ -339,12 +354,8 @@ AI void bf_tile(int CO, int TV, const ops_conv_bf16_args *a, int o, int t, int n
         }
     }
 #pragma GCC unroll 6
-    for (int c = 0; c < CO; c++) {
-        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(acc[c][v], b), v == TV - 1 ? nlast : VL);
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, acc[c], a->bias ? a->bias[o + c] : 0.0f, nlast);
 }
 
 #define BF_TILES(CO)                                                                                                   \

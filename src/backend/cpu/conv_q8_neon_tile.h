@@ -1,7 +1,8 @@
 /* The NEON int8 conv1d tile (conv_q8.h's contract), included by conv_neon.c
  * once per way of summing, after it defines Q8_TILE (the leaf's name),
  * Q8_SUM(acc, x, w) (acc + the 4 per-step sums of x's and w's 16 signed
- * bytes, 4 a step, exact), Q8_CO, Q8_TV, VL and the partial loads/stores.
+ * bytes, 4 a step, exact), Q8_CO, Q8_TV, VL, the partial loads and the row
+ * helpers (load_row, int_tap_row, store_row).
  * CO output channels x TV vectors of 4 steps from t; nlast: the valid steps
  * of the last vector. Per tap, the integer sums over input channels (x's
  * bytes back to signed by ^ 0x80, so no correction for the + 128), then as
@@ -43,23 +44,12 @@ AI void Q8_TILE(int CO, int TV, const ops_conv_q8_args *a, int o, int t, int nla
                 for (int v = 0; v < TV; v++) acc[c][v] = Q8_SUM(acc[c][v], xv[v], wv);
             }
         }
-        const float *st = a->sx + t + tap * d;
         float32x4_t sv[Q8_TV];
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) sv[v] = load_f32_n(st + VL * v, v == TV - 1 ? nlast : VL);
+        load_row(TV, a->sx + t + tap * d, sv, nlast);
 #pragma GCC unroll 4
-        for (int c = 0; c < CO; c++) {
-            const float32x4_t swt = vdupq_n_f32(a->sw[(size_t)(o + c) * k + tap]);
-#pragma GCC unroll 2
-            for (int v = 0; v < TV; v++)
-                f[c][v] = vaddq_f32(f[c][v], vmulq_f32(vmulq_f32(vcvtq_f32_s32(acc[c][v]), sv[v]), swt));
-        }
+        for (int c = 0; c < CO; c++) int_tap_row(TV, f[c], acc[c], sv, a->sw[(size_t)(o + c) * k + tap]);
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < CO; c++) {
-        const float32x4_t b = vdupq_n_f32(a->bias ? a->bias[o + c] : 0.0f);
-        float *yo = a->y + (size_t)(o + c) * a->y_stride + t;
-#pragma GCC unroll 2
-        for (int v = 0; v < TV; v++) store_f32_n(yo + VL * v, vaddq_f32(f[c][v], b), v == TV - 1 ? nlast : VL);
-    }
+    for (int c = 0; c < CO; c++)
+        store_row(TV, a->y + (size_t)(o + c) * a->y_stride + t, f[c], a->bias ? a->bias[o + c] : 0.0f, nlast);
 }
