@@ -113,7 +113,7 @@ static void find_tables(void) {
     }
 #if defined(__aarch64__)
     /* with the dot product extension the NEON table's int8 conv is the sdot
-     * one (GCC builds): test_conv_q8 tests the baseline one too */
+     * one (GCC builds): test_conv_int tests the baseline one too */
     const ops_kernels *ne = ops_kernels_by_name("neon", NULL);
     if (ne) {
         nodot = *ne;
@@ -1811,211 +1811,121 @@ static void test_snake(void) {
     ops_free(&c);
 }
 
-/* ------------------------------------------------------------ NEON build */
+/* ------------------------------------------------------------ integer convolutions */
 
+/* One integer conv format under test (int8: conv_q8.h, int16: conv_i16.h):
+ * its weight form, levels, packed input and entries, behind one face, so
+ * test_conv_int checks both the same way. */
+typedef union int_w {
+    conv_q8_w q8;
+    conv_i16_w i16;
+} int_w;
 
-/* ------------------------------------------------------------ int8 convolutions */
+typedef struct int_fmt {
+    const char *name; /* the checks' prefix: conv_<name>_... */
+    int (*make)(int_w *w, const float *wf, const float *b, int cout, int cin, int k);
+    void (*free_w)(int_w *w);
+    const float *(*sw)(const int_w *w); /* [cout][k] weight scales */
+    int (*qmax)(const int_w *w);        /* the largest level of a packed input */
+    size_t (*scratch)(int cin, int t_in);
+    size_t (*scale_off)(int cin, int t_in); /* where the packed input's step scales start in the scratch */
+    void (*pack)(const ops_kernels *k, const float *x, int cin, int t_in, int xs, const int_w *w, void *scr);
+    void (*conv)(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const int_w *w, int d, float *y, int ys,
+                 void *scr);
+    int (*transposed)(const ops_ctx *c, const float *x, int cin, int t_in, const int_w *w, int cout, int k, int s,
+                      int t0, int t1, float *y, int ys, float *fs, void *scr);
+    double transposed_tol; /* of the largest |y| of the f32 transposed conv */
+} int_fmt;
 
-/* The int8 conv1d (conv_q8.h) on ragged shapes (input channels not a
- * multiple of 4, output channels leaving every tail of the 4 and 6 channel
- * tiles, steps not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9):
- * every table's (and on NEON with sdot, the baseline kernel's: neon-nodot)
- * packed bytes, scales and outputs bit-equal to the scalar reference's; the
- * scalar result within the quantisation bound of the exact f32 conv (per
- * term |w| ex + |x| ew + ex ew, ex and ew half a step of the column's and
- * the channel's scale, plus f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
- * sample; the transposed conv through its packed conv1d within the same kind
- * of bound, chunked == whole. */
-static void conv_q8_with(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const conv_q8_w *w, int d,
-                         float *y, int ys) {
-    void *scr = aligned_alloc(64, ops_conv_q8_scratch_bytes(cin, t_in));
-    ops_conv1d_q8_ctx(c, x, cin, t_in, xs, w, d, y, ys, scr);
+static int q8_make(int_w *w, const float *wf, const float *b, int cout, int cin, int k) {
+    return conv_q8_w_make(&w->q8, wf, b, cout, cin, k);
+}
+static void q8_free(int_w *w) { conv_q8_w_free(&w->q8); }
+static const float *q8_sw(const int_w *w) { return w->q8.sw; }
+static int q8_qmax(const int_w *w) { return (void)w, 127; }
+static size_t q8_scale_off(int cin, int t_in) { return ((size_t)((cin + 3) & ~3) * t_in + 63) & ~(size_t)63; }
+static void q8_pack(const ops_kernels *k, const float *x, int cin, int t_in, int xs, const int_w *w, void *scr) {
+    (void)w;
+    k->conv_q8_pack(x, cin, t_in, xs, scr, t_in, (float *)((char *)scr + q8_scale_off(cin, t_in)));
+}
+static void q8_conv(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const int_w *w, int d, float *y, int ys,
+                    void *scr) {
+    ops_conv1d_q8_ctx(c, x, cin, t_in, xs, &w->q8, d, y, ys, scr);
+}
+static int q8_transposed(const ops_ctx *c, const float *x, int cin, int t_in, const int_w *w, int cout, int k, int s,
+                         int t0, int t1, float *y, int ys, float *fs, void *scr) {
+    return ops_conv_transpose1d_q8_ctx(c, x, cin, t_in, t_in, &w->q8, cout, k, s, t0, t1, y, ys, fs, scr);
+}
+
+static int i16_make(int_w *w, const float *wf, const float *b, int cout, int cin, int k) {
+    return conv_i16_w_make(&w->i16, wf, b, cout, cin, k);
+}
+static void i16_free(int_w *w) { conv_i16_w_free(&w->i16); }
+static const float *i16_sw(const int_w *w) { return w->i16.sw; }
+static int i16_qmax(const int_w *w) { return w->i16.qmax; }
+static size_t i16_scale_off(int cin, int t_in) {
+    return (sizeof(int16_t) * (size_t)((cin + 1) & ~1) * t_in + 63) & ~(size_t)63;
+}
+static void i16_pack(const ops_kernels *k, const float *x, int cin, int t_in, int xs, const int_w *w, void *scr) {
+    k->conv_i16_pack(x, cin, t_in, xs, w->i16.qmax, scr, t_in, (float *)((char *)scr + i16_scale_off(cin, t_in)));
+}
+static void i16_conv(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const int_w *w, int d, float *y,
+                     int ys, void *scr) {
+    ops_conv1d_i16_ctx(c, x, cin, t_in, xs, &w->i16, d, y, ys, scr);
+}
+static int i16_transposed(const ops_ctx *c, const float *x, int cin, int t_in, const int_w *w, int cout, int k, int s,
+                          int t0, int t1, float *y, int ys, float *fs, void *scr) {
+    return ops_conv_transpose1d_i16_ctx(c, x, cin, t_in, t_in, &w->i16, cout, k, s, t0, t1, y, ys, fs, scr);
+}
+
+static const int_fmt fmt_q8 = {"q8",          q8_make, q8_free, q8_sw,   q8_qmax,       ops_conv_q8_scratch_bytes,
+                               q8_scale_off, q8_pack, q8_conv, q8_transposed, 0.03};
+/* 9880 levels at the transposed case's 22 channels: some 100x closer than int8's 3 % */
+static const int_fmt fmt_i16 = {"i16",          i16_make, i16_free, i16_sw,         i16_qmax, ops_conv_i16_scratch_bytes,
+                                i16_scale_off, i16_pack, i16_conv, i16_transposed, 3e-4};
+
+static void int_conv_with(const int_fmt *f, const ops_ctx *c, const float *x, int cin, int t_in, int xs,
+                          const int_w *w, int d, float *y, int ys) {
+    void *scr = aligned_alloc(64, f->scratch(cin, t_in));
+    f->conv(c, x, cin, t_in, xs, w, d, y, ys, scr);
     free(scr);
 }
 
-static void test_conv_q8(void) {
+/* An integer conv1d on ragged shapes (input channels not a multiple of 4 or
+ * 2, output channels leaving every tail of the 4 and 6 channel tiles, steps
+ * not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9, zero columns,
+ * an input over the drivers' 128 KiB time block): every table's (and on NEON
+ * with sdot, the baseline int8 kernel's: neon-nodot) packed input, scales
+ * and outputs bit-equal to the scalar reference's; the scalar result within
+ * the quantisation bound of the exact f32 conv (per term |w| ex + |x| ew +
+ * ex ew, ex and ew half a step of the step's and the channel's scale, plus
+ * f32 rounding); 2 threads == 1; chunked calls == the whole call, sample for
+ * sample. Then the worst case of the levels: 1536 input channels with every
+ * |x| and |w| at its maximum, exact up to f32 rounding (int16: each integer
+ * sum at 1536 qmax^2 = 2,146,033,664, just under 2^31; one level more, 1183,
+ * would wrap it); and the transposed conv through its packed conv1d within
+ * the format's tolerance of the f32 one, chunked == whole. */
+static void test_conv_int(const int_fmt *f) {
     static const struct { int cin, cout, k, dil, t_in; } cs[] = {
-        {4, 6, 7, 1, 30},  {5, 7, 7, 3, 61},   {3, 1, 1, 1, 9},    {13, 13, 2, 1, 40}, {96, 25, 7, 9, 300},
-        {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70}, {7, 5, 7, 2, 13},   {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
-        {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23},
-        /* an input over the drivers' 128 KiB time block: three blocks, the last short */
+        {4, 6, 7, 1, 30},   {5, 7, 7, 3, 61},     {3, 1, 1, 1, 9},   {13, 13, 2, 1, 40},  {96, 25, 7, 9, 300},
+        {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70},   {7, 5, 7, 2, 13},  {40, 11, 3, 1, 200}, {192, 24, 7, 3, 129},
+        {192, 24, 1, 1, 129}, {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23}, {1, 3, 2, 1, 19},
+        /* three time blocks, the last short */
         {200, 9, 7, 3, 1500},
-    };
-    const ops_kernels *ref = ops_kernels_scalar();
-    int bound_ok = 1, stream_ok = 1, thr_ok = 1;
-    char bwhere[96] = "", swhere[96] = "", twhere[96] = "";
-    /* every table, and the NEON one without sdot where it has sdot */
-    const ops_kernels *tl[8];
-    int ntl = 0;
-    for (int t = 0; t < n_tables; t++) tl[ntl++] = tables[t];
-    if (nodot.name) tl[ntl++] = &nodot;
-    int tab_ok[8];
-    for (int t = 0; t < ntl; t++) tab_ok[t] = 1;
-    for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
-        const int cin = cs[ci].cin, cout = cs[ci].cout, k = cs[ci].k, d = cs[ci].dil, t_in = cs[ci].t_in;
-        const int t_out = t_in - d * (k - 1), xs = t_in + 5, ys = t_out + 3;
-        float *x = malloc(sizeof(float) * cin * xs), *wf = malloc(sizeof(float) * cout * cin * k);
-        float *b = malloc(sizeof(float) * cout), *yr = malloc(sizeof(float) * cout * ys);
-        float *y = malloc(sizeof(float) * cout * ys);
-        fill(x, (size_t)cin * xs, 1.0f);
-        for (int i = 0; i < cin; i++) /* channels of different magnitude, and zero columns */
-            for (int tt = 0; tt < xs; tt++) x[(size_t)i * xs + tt] *= (tt % 37 == 5) ? 0.0f : 0.1f + (float)(i % 5);
-        fill(wf, (size_t)cout * cin * k, 1.0f);
-        fill(b, cout, 0.5f);
-        conv_q8_w w;
-        /* made from a copy of b that is then overwritten: the form keeps its own bias (the codec
-         * decoder gives back the transposed convs' packs the bias came from) */
-        float *bsrc = malloc(sizeof(float) * cout);
-        memcpy(bsrc, b, sizeof(float) * cout);
-        CHECK("conv_q8_w_make", conv_q8_w_make(&w, wf, bsrc, cout, cin, k), "out of memory");
-        for (int o = 0; o < cout; o++) bsrc[o] = 1e6f;
-        const ops_ctx cref = {.k = ref, .n_threads = 1};
-        for (int i = 0; i < cout * ys; i++) yr[i] = 777.0f;
-        conv_q8_with(&cref, x, cin, t_in, xs, &w, d, yr, ys);
-        /* the bound against the exact conv */
-        float *sx = malloc(sizeof(float) * t_in);
-        for (int tt = 0; tt < t_in; tt++) {
-            float m = 0;
-            for (int i = 0; i < cin; i++) m = fmaxf(m, fabsf(x[(size_t)i * xs + tt]));
-            sx[tt] = m / 127.0f;
-        }
-        for (int o = 0; o < cout && bound_ok; o++)
-            for (int tt = 0; tt < t_out; tt++) {
-                double ex = 0, bnd = 0, sa = fabs(b[o]);
-                for (int i = 0; i < cin; i++)
-                    for (int tap = 0; tap < k; tap++) {
-                        const double wv = wf[((size_t)o * cin + i) * k + tap], xv = x[(size_t)i * xs + tt + tap * d];
-                        const double hx = sx[tt + tap * d] / 2, hw = w.sw[(size_t)o * k + tap] / 2;
-                        ex += wv * xv;
-                        sa += fabs(wv * xv);
-                        bnd += fabs(wv) * hx + fabs(xv) * hw + hx * hw;
-                    }
-                ex += b[o];
-                const double err = fabs(yr[(size_t)o * ys + tt] - ex);
-                if (!(err <= bnd * 1.001 + 1e-5 * sa)) {
-                    bound_ok = 0;
-                    snprintf(bwhere, sizeof bwhere, "case %zu o %d t %d: err %.3g bound %.3g", ci, o, tt, err, bnd);
-                    break;
-                }
-            }
-        free(sx);
-        for (int o = 0; o < cout; o++)
-            if (yr[(size_t)o * ys + t_out] != 777.0f) bound_ok = 0, snprintf(bwhere, sizeof bwhere, "wrote past t_out");
-        /* every table: the same bits */
-        for (int t = 1; t < ntl; t++) {
-            const ops_ctx ct = {.k = tl[t], .n_threads = 1};
-            for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
-            conv_q8_with(&ct, x, cin, t_in, xs, &w, d, y, ys);
-            if (memcmp(y, yr, sizeof(float) * cout * ys)) tab_ok[t] = 0;
-            /* the packs alone */
-            const size_t qb = ops_conv_q8_scratch_bytes(cin, t_in);
-            uint8_t *p1 = aligned_alloc(64, qb), *p2 = aligned_alloc(64, qb);
-            memset(p1, 0, qb), memset(p2, 0, qb);
-            const size_t off = (((size_t)((cin + 3) & ~3) * t_in) + 63) & ~(size_t)63;
-            ref->conv_q8_pack(x, cin, t_in, xs, p1, t_in, (float *)(p1 + off));
-            tl[t]->conv_q8_pack(x, cin, t_in, xs, p2, t_in, (float *)(p2 + off));
-            if (memcmp(p1, p2, qb)) tab_ok[t] = 0;
-            free(p1), free(p2);
-        }
-        /* 2 threads, and chunks of output steps, on the best table */
-        ops_ctx c2;
-        ops_init(&c2, 2, 0);
-        for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
-        const ops_ctx cbest = {.k = c2.k, .n_threads = 1};
-        conv_q8_with(&cbest, x, cin, t_in, xs, &w, d, yr, ys);
-        conv_q8_with(&c2, x, cin, t_in, xs, &w, d, y, ys);
-        if (memcmp(y, yr, sizeof(float) * cout * ys)) thr_ok = 0, snprintf(twhere, sizeof twhere, "case %zu", ci);
-        static const int chunks[] = {1, 7, 3, 16, 2, 17, 33, 5};
-        for (int t0 = 0, q = 0; t0 < t_out; q++) {
-            const int n = chunks[q % 8] < t_out - t0 ? chunks[q % 8] : t_out - t0;
-            conv_q8_with(&c2, x + t0, cin, n + d * (k - 1), xs, &w, d, y + t0, ys);
-            t0 += n;
-        }
-        if (memcmp(y, yr, sizeof(float) * cout * ys)) stream_ok = 0, snprintf(swhere, sizeof swhere, "case %zu", ci);
-        ops_free(&c2);
-        conv_q8_w_free(&w);
-        free(x), free(wf), free(b), free(bsrc), free(yr), free(y);
-    }
-    CHECK("conv_q8_scalar_within_quant_bound", bound_ok, "%s", bwhere);
-    for (int t = 1; t < ntl; t++) {
-        char name[64];
-        snprintf(name, sizeof name, "conv_q8_%s_bits_eq_scalar", tl[t]->name);
-        CHECK(name, tab_ok[t], "packed input or outputs differ from the scalar reference");
-    }
-    CHECK("conv_q8_threads_bits_eq", thr_ok, "%s", twhere);
-    CHECK("conv_q8_chunked_eq_whole", stream_ok, "%s", swhere);
-
-    /* transposed (the vocoder's: k = 2 stride) through the packed conv1d */
-    {
-        const int cin = 22, cout = 9, s = 5, k = 2 * s, t_in = 41;
-        float *x = malloc(sizeof(float) * cin * t_in), *w = malloc(sizeof(float) * cin * cout * k);
-        float *b = malloc(sizeof(float) * cout);
-        fill(x, (size_t)cin * t_in, 1.0f), fill(w, (size_t)cin * cout * k, 1.0f), fill(b, cout, 0.5f);
-        float *wc = ops_conv_transpose1d_pack_conv(w, b, cin, cout, k, s);
-        conv_q8_w q;
-        conv_q8_w_make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
-        const int t0 = s, t1 = t_in * s, T = t1 - t0;
-        float *yf = malloc(sizeof(float) * cout * T), *yq = malloc(sizeof(float) * cout * T);
-        float *y2 = malloc(sizeof(float) * cout * T), *fs = malloc(sizeof(float) * s * cout * T);
-        void *qs = aligned_alloc(64, ops_conv_q8_scratch_bytes(cin, t_in + 2));
-        ops_ctx c;
-        ops_init(&c, 1, 0);
-        ops_conv_transpose1d_ctx(&c, x, cin, t_in, t_in, w, b, cout, k, s, 1, t0, t1, yf, T);
-        int ok = ops_conv_transpose1d_q8_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, t0, t1, yq, T, fs, qs);
-        double worst = 0, amax = 0;
-        for (int i = 0; i < cout * T; i++) {
-            if (fabs(yq[i] - yf[i]) > worst) worst = fabs(yq[i] - yf[i]);
-            if (fabs(yf[i]) > amax) amax = fabs(yf[i]);
-        }
-        CHECK("conv_q8_transposed_near_f32", ok && worst <= 0.03 * amax, "max err %.3g of max |y| %.3g", worst, amax);
-        for (int u = t0, qq = 0; u < t1; qq++) { /* chunks of whole input steps */
-            const int n = ((qq % 3) + 1) * s < t1 - u ? ((qq % 3) + 1) * s : t1 - u;
-            ok &= ops_conv_transpose1d_q8_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, u, u + n, y2 + (u - t0), T, fs, qs);
-            u += n;
-        }
-        CHECK("conv_q8_transposed_chunked_eq_whole", ok && !memcmp(y2, yq, sizeof(float) * cout * T), "differs");
-        ops_free(&c);
-        conv_q8_w_free(&q);
-        free(wc), free(x), free(w), free(b), free(yf), free(yq), free(y2), free(fs), free(qs);
-    }
-}
-
-/* ------------------------------------------------------------ int16 convolutions */
-
-/* The int16 conv1d (conv_i16.h) as test_conv_q8 checks the int8 one: ragged
- * shapes (odd input channel counts, output channels leaving every tail of
- * the 4 and 6 channel tiles, steps not of the vectors; taps 1, 2, 3, 7,
- * dilations 1-9, an input over the 128 KiB time block): every table's packed
- * input, scales and outputs bit-equal to the scalar reference's; the scalar
- * result within the quantisation bound of the exact f32 conv; 2 threads ==
- * 1; chunked == whole. Then the worst case of the levels: 1536 input
- * channels all at +-max in both x and w, where every integer sum is at
- * 1536 qmax^2 = 2,146,033,664, just under 2^31 (one level more, 1183, would
- * wrap the sum and miss the exact answer); and the transposed conv through
- * its packed conv1d. */
-static void conv_i16_with(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const conv_i16_w *w, int d,
-                          float *y, int ys) {
-    void *scr = aligned_alloc(64, ops_conv_i16_scratch_bytes(cin, t_in));
-    ops_conv1d_i16_ctx(c, x, cin, t_in, xs, w, d, y, ys, scr);
-    free(scr);
-}
-
-static void test_conv_i16(void) {
-    static const struct { int cin, cout, k, dil, t_in; } cs[] = {
-        {4, 6, 7, 1, 30},   {5, 7, 7, 3, 61},    {3, 1, 1, 1, 9},     {13, 13, 2, 1, 40}, {96, 25, 7, 9, 300},
-        {33, 12, 7, 1, 17}, {64, 18, 1, 1, 70},  {7, 5, 7, 2, 13},    {40, 11, 3, 1, 200}, {192, 24, 1, 1, 129},
-        {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23},   {1, 3, 2, 1, 19},    {200, 9, 7, 3, 1500},
         /* the worst case of the levels (filled at +-max below) */
         {1536, 7, 1, 1, 27},
     };
     const int n_cases = (int)(sizeof cs / sizeof cs[0]);
     const ops_kernels *ref = ops_kernels_scalar();
-    int bound_ok = 1, stream_ok = 1, thr_ok = 1, tab_ok[8], worst_ok = 1;
+    int bound_ok = 1, stream_ok = 1, thr_ok = 1, worst_ok = 1, make_ok = 1;
     char bwhere[96] = "", swhere[96] = "", twhere[96] = "", wwhere[96] = "";
-    for (int t = 0; t < n_tables; t++) tab_ok[t] = 1;
-    CHECK("conv_i16_qmax", conv_i16_qmax(1536) == 1182 && conv_i16_qmax(96) == 4729 && conv_i16_qmax(1) == 32767 &&
-                                 conv_i16_qmax(1537) == conv_i16_qmax(1538) && conv_i16_qmax(0) == 0,
-          "qmax(1536) %d, qmax(96) %d", conv_i16_qmax(1536), conv_i16_qmax(96));
+    char name[64];
+    /* every table, and the NEON one without sdot where it has sdot */
+    const ops_kernels *tl[8];
+    int ntl = 0, tab_ok[8];
+    for (int t = 0; t < n_tables; t++) tl[ntl++] = tables[t];
+    if (nodot.name) tl[ntl++] = &nodot;
+    for (int t = 0; t < ntl; t++) tab_ok[t] = 1;
     for (int ci = 0; ci < n_cases; ci++) {
         const int cin = cs[ci].cin, cout = cs[ci].cout, k = cs[ci].k, d = cs[ci].dil, t_in = cs[ci].t_in;
         const int t_out = t_in - d * (k - 1), xs = t_in + 5, ys = t_out + 3, worst = ci == n_cases - 1;
@@ -2034,27 +1944,36 @@ static void test_conv_i16(void) {
             for (int i = 0; i < cin; i++) /* channels of different magnitude, and zero columns */
                 for (int tt = 0; tt < xs; tt++) x[(size_t)i * xs + tt] *= (tt % 37 == 5) ? 0.0f : 0.1f + (float)(i % 5);
         }
-        conv_i16_w w;
-        float *bsrc = malloc(sizeof(float) * cout); /* the form keeps its own bias */
+        int_w w;
+        /* made from a copy of b that is then overwritten: the form keeps its own bias (the codec
+         * decoder gives back the transposed convs' packs the bias came from) */
+        float *bsrc = malloc(sizeof(float) * cout);
         memcpy(bsrc, b, sizeof(float) * cout);
-        CHECK("conv_i16_w_make", conv_i16_w_make(&w, wf, bsrc, cout, cin, k), "out of memory");
+        if (!f->make(&w, wf, bsrc, cout, cin, k)) {
+            make_ok = 0;
+            free(x), free(wf), free(b), free(bsrc), free(yr), free(y);
+            continue;
+        }
         for (int o = 0; o < cout; o++) bsrc[o] = 1e6f;
         const ops_ctx cref = {.k = ref, .n_threads = 1};
         for (int i = 0; i < cout * ys; i++) yr[i] = 777.0f;
-        conv_i16_with(&cref, x, cin, t_in, xs, &w, d, yr, ys);
+        int_conv_with(f, &cref, x, cin, t_in, xs, &w, d, yr, ys);
+        /* the bound against the exact conv */
         float *sx = malloc(sizeof(float) * t_in);
         for (int tt = 0; tt < t_in; tt++) {
             float m = 0;
             for (int i = 0; i < cin; i++) m = fmaxf(m, fabsf(x[(size_t)i * xs + tt]));
-            sx[tt] = m / (float)w.qmax;
+            sx[tt] = m / (float)f->qmax(&w);
         }
-        for (int o = 0; o < cout && bound_ok; o++)
+        const float *sw = f->sw(&w);
+        int case_ok = 1; /* every case is checked up to its first miss */
+        for (int o = 0; o < cout && case_ok; o++)
             for (int tt = 0; tt < t_out; tt++) {
                 double ex = 0, bnd = 0, sa = fabs(b[o]);
                 for (int i = 0; i < cin; i++)
                     for (int tap = 0; tap < k; tap++) {
                         const double wv = wf[((size_t)o * cin + i) * k + tap], xv = x[(size_t)i * xs + tt + tap * d];
-                        const double hx = sx[tt + tap * d] / 2, hw = w.sw[(size_t)o * k + tap] / 2;
+                        const double hx = sx[tt + tap * d] / 2, hw = sw[(size_t)o * k + tap] / 2;
                         ex += wv * xv;
                         sa += fabs(wv * xv);
                         bnd += fabs(wv) * hx + fabs(xv) * hw + hx * hw;
@@ -2067,90 +1986,104 @@ static void test_conv_i16(void) {
                     snprintf(wwhere, sizeof wwhere, "o %d t %d: %.7g against %.7g", o, tt, yr[(size_t)o * ys + tt], ex);
                 }
                 if (!(err <= bnd * 1.001 + 1e-5 * sa)) {
-                    bound_ok = 0;
-                    snprintf(bwhere, sizeof bwhere, "case %d o %d t %d: err %.3g bound %.3g", ci, o, tt, err, bnd);
+                    if (bound_ok)
+                        snprintf(bwhere, sizeof bwhere, "case %d o %d t %d: err %.3g bound %.3g", ci, o, tt, err, bnd);
+                    bound_ok = case_ok = 0;
                     break;
                 }
             }
         free(sx);
         for (int o = 0; o < cout; o++)
             if (yr[(size_t)o * ys + t_out] != 777.0f) bound_ok = 0, snprintf(bwhere, sizeof bwhere, "wrote past t_out");
-        for (int t = 1; t < n_tables; t++) {
-            const ops_ctx ct = {.k = tables[t], .n_threads = 1};
+        /* every table: the same bits, of the outputs and of the packs alone */
+        for (int t = 1; t < ntl; t++) {
+            const ops_ctx ct = {.k = tl[t], .n_threads = 1};
             for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
-            conv_i16_with(&ct, x, cin, t_in, xs, &w, d, y, ys);
+            int_conv_with(f, &ct, x, cin, t_in, xs, &w, d, y, ys);
             if (memcmp(y, yr, sizeof(float) * cout * ys)) tab_ok[t] = 0;
-            const size_t qb = ops_conv_i16_scratch_bytes(cin, t_in);
-            int16_t *p1 = aligned_alloc(64, qb), *p2 = aligned_alloc(64, qb);
+            const size_t qb = f->scratch(cin, t_in);
+            char *p1 = aligned_alloc(64, qb), *p2 = aligned_alloc(64, qb);
             memset(p1, 0, qb), memset(p2, 0, qb);
-            const size_t off = ((sizeof(int16_t) * (size_t)((cin + 1) & ~1) * t_in) + 63) & ~(size_t)63;
-            ref->conv_i16_pack(x, cin, t_in, xs, w.qmax, p1, t_in, (float *)((char *)p1 + off));
-            tables[t]->conv_i16_pack(x, cin, t_in, xs, w.qmax, p2, t_in, (float *)((char *)p2 + off));
+            f->pack(ref, x, cin, t_in, xs, &w, p1);
+            f->pack(tl[t], x, cin, t_in, xs, &w, p2);
             if (memcmp(p1, p2, qb)) tab_ok[t] = 0;
             free(p1), free(p2);
         }
+        /* 2 threads, and chunks of output steps, on the best table */
         ops_ctx c2;
         ops_init(&c2, 2, 0);
         for (int i = 0; i < cout * ys; i++) y[i] = 777.0f;
         const ops_ctx cbest = {.k = c2.k, .n_threads = 1};
-        conv_i16_with(&cbest, x, cin, t_in, xs, &w, d, yr, ys);
-        conv_i16_with(&c2, x, cin, t_in, xs, &w, d, y, ys);
+        int_conv_with(f, &cbest, x, cin, t_in, xs, &w, d, yr, ys);
+        int_conv_with(f, &c2, x, cin, t_in, xs, &w, d, y, ys);
         if (memcmp(y, yr, sizeof(float) * cout * ys)) thr_ok = 0, snprintf(twhere, sizeof twhere, "case %d", ci);
         static const int chunks[] = {1, 7, 3, 16, 2, 17, 33, 5};
         for (int t0 = 0, q = 0; t0 < t_out; q++) {
             const int n = chunks[q % 8] < t_out - t0 ? chunks[q % 8] : t_out - t0;
-            conv_i16_with(&c2, x + t0, cin, n + d * (k - 1), xs, &w, d, y + t0, ys);
+            int_conv_with(f, &c2, x + t0, cin, n + d * (k - 1), xs, &w, d, y + t0, ys);
             t0 += n;
         }
         if (memcmp(y, yr, sizeof(float) * cout * ys)) stream_ok = 0, snprintf(swhere, sizeof swhere, "case %d", ci);
         ops_free(&c2);
-        conv_i16_w_free(&w);
+        f->free_w(&w);
         free(x), free(wf), free(b), free(bsrc), free(yr), free(y);
     }
-    CHECK("conv_i16_scalar_within_quant_bound", bound_ok, "%s", bwhere);
-    CHECK("conv_i16_full_scale_exact", worst_ok, "%s", wwhere);
-    for (int t = 1; t < n_tables; t++) {
-        char name[64];
-        snprintf(name, sizeof name, "conv_i16_%s_bits_eq_scalar", tables[t]->name);
-        CHECK(name, tab_ok[t], "packed input or outputs differ from the scalar reference");
+#define INT_CHECK(what, ...)                                                                                           \
+    snprintf(name, sizeof name, "conv_%s_%s", f->name, what);                                                          \
+    CHECK(name, __VA_ARGS__)
+    INT_CHECK("w_make", make_ok, "out of memory");
+    INT_CHECK("scalar_within_quant_bound", bound_ok, "%s", bwhere);
+    INT_CHECK("full_scale_exact", worst_ok, "%s", wwhere);
+    for (int t = 1; t < ntl; t++) {
+        char what[48];
+        snprintf(what, sizeof what, "%s_bits_eq_scalar", tl[t]->name);
+        INT_CHECK(what, tab_ok[t], "packed input or outputs differ from the scalar reference");
     }
-    CHECK("conv_i16_threads_bits_eq", thr_ok, "%s", twhere);
-    CHECK("conv_i16_chunked_eq_whole", stream_ok, "%s", swhere);
+    INT_CHECK("threads_bits_eq", thr_ok, "%s", twhere);
+    INT_CHECK("chunked_eq_whole", stream_ok, "%s", swhere);
 
     /* transposed (the vocoder's: k = 2 stride) through the packed conv1d */
     {
         const int cin = 22, cout = 9, s = 5, k = 2 * s, t_in = 41;
-        float *x = malloc(sizeof(float) * cin * t_in), *w = malloc(sizeof(float) * cin * cout * k);
+        float *x = malloc(sizeof(float) * cin * t_in), *wt = malloc(sizeof(float) * cin * cout * k);
         float *b = malloc(sizeof(float) * cout);
-        fill(x, (size_t)cin * t_in, 1.0f), fill(w, (size_t)cin * cout * k, 1.0f), fill(b, cout, 0.5f);
-        float *wc = ops_conv_transpose1d_pack_conv(w, b, cin, cout, k, s);
-        conv_i16_w q;
-        conv_i16_w_make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
+        fill(x, (size_t)cin * t_in, 1.0f), fill(wt, (size_t)cin * cout * k, 1.0f), fill(b, cout, 0.5f);
+        float *wc = ops_conv_transpose1d_pack_conv(wt, b, cin, cout, k, s);
+        int_w q;
+        int ok = f->make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
         const int t0 = s, t1 = t_in * s, T = t1 - t0;
         float *yf = malloc(sizeof(float) * cout * T), *yq = malloc(sizeof(float) * cout * T);
         float *y2 = malloc(sizeof(float) * cout * T), *fs = malloc(sizeof(float) * s * cout * T);
-        void *qs = aligned_alloc(64, ops_conv_i16_scratch_bytes(cin, t_in + 2));
+        void *qs = aligned_alloc(64, f->scratch(cin, t_in + 2));
         ops_ctx c;
         ops_init(&c, 1, 0);
-        ops_conv_transpose1d_ctx(&c, x, cin, t_in, t_in, w, b, cout, k, s, 1, t0, t1, yf, T);
-        int ok = ops_conv_transpose1d_i16_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, t0, t1, yq, T, fs, qs);
+        ops_conv_transpose1d_ctx(&c, x, cin, t_in, t_in, wt, b, cout, k, s, 1, t0, t1, yf, T);
+        ok = ok && f->transposed(&c, x, cin, t_in, &q, cout, k, s, t0, t1, yq, T, fs, qs);
         double worst = 0, amax = 0;
-        for (int i = 0; i < cout * T; i++) {
+        for (int i = 0; ok && i < cout * T; i++) {
             if (fabs(yq[i] - yf[i]) > worst) worst = fabs(yq[i] - yf[i]);
             if (fabs(yf[i]) > amax) amax = fabs(yf[i]);
         }
-        /* 9880 levels at 22 channels: some 100x closer than int8's 3 % */
-        CHECK("conv_i16_transposed_near_f32", ok && worst <= 3e-4 * amax, "max err %.3g of max |y| %.3g", worst, amax);
-        for (int u = t0, qq = 0; u < t1; qq++) {
+        INT_CHECK("transposed_near_f32", ok && worst <= f->transposed_tol * amax, "max err %.3g of max |y| %.3g", worst,
+                  amax);
+        for (int u = t0, qq = 0; ok && u < t1; qq++) { /* chunks of whole input steps */
             const int n = ((qq % 3) + 1) * s < t1 - u ? ((qq % 3) + 1) * s : t1 - u;
-            ok &= ops_conv_transpose1d_i16_ctx(&c, x, cin, t_in, t_in, &q, cout, k, s, u, u + n, y2 + (u - t0), T, fs, qs);
+            ok &= f->transposed(&c, x, cin, t_in, &q, cout, k, s, u, u + n, y2 + (u - t0), T, fs, qs);
             u += n;
         }
-        CHECK("conv_i16_transposed_chunked_eq_whole", ok && !memcmp(y2, yq, sizeof(float) * cout * T), "differs");
+        INT_CHECK("transposed_chunked_eq_whole", ok && !memcmp(y2, yq, sizeof(float) * cout * T), "differs");
         ops_free(&c);
-        conv_i16_w_free(&q);
-        free(wc), free(x), free(w), free(b), free(yf), free(yq), free(y2), free(fs), free(qs);
+        if (ok) f->free_w(&q);
+        free(wc), free(x), free(wt), free(b), free(yf), free(yq), free(y2), free(fs), free(qs);
     }
+#undef INT_CHECK
+}
+
+/* int16's levels (conv_i16.h): the largest q with cin2 q^2 within int32. */
+static void test_conv_i16_qmax(void) {
+    CHECK("conv_i16_qmax", conv_i16_qmax(1536) == 1182 && conv_i16_qmax(96) == 4729 && conv_i16_qmax(1) == 32767 &&
+                                 conv_i16_qmax(1537) == conv_i16_qmax(1538) && conv_i16_qmax(0) == 0,
+          "qmax(1536) %d, qmax(96) %d", conv_i16_qmax(1536), conv_i16_qmax(96));
 }
 
 /* ------------------------------------------------------------ bf16 convolutions */
@@ -2189,7 +2122,7 @@ static void test_bf16_round(void) {
     CHECK("bf16_round_nearest_even", ok && isnan(nr), "%s", ok ? "NaN not kept" : where);
 }
 
-/* The bf16 conv1d (conv_bf16.h) on the ragged shapes of test_conv_q8, with
+/* The bf16 conv1d (conv_bf16.h) on the ragged shapes of test_conv_int, with
  * channels of very different magnitudes (some under 2^-56): every table's
  * packed input and outputs bit-equal to the scalar reference's; the scalar
  * result within the rounding bound of the exact f32 conv (per term |w x|
@@ -2626,8 +2559,9 @@ int main(void) {
     test_snake();
     test_swiglu();
     test_elu();
-    test_conv_q8();
-    test_conv_i16();
+    test_conv_int(&fmt_q8);
+    test_conv_i16_qmax();
+    test_conv_int(&fmt_i16);
     test_bf16_round();
     test_conv_bf16();
     test_neon_compiles();
