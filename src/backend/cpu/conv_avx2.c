@@ -325,7 +325,7 @@ void conv_fill_avx2(ops_kernels *k) {
     k->snake = snake_avx2;
 }
 
-/* ------------------------------------------------------------ int8 */
+/* ------------------------------------------------------------ tile rows */
 
 /* acc + vpmaddwd(x, w), the sum kept in acc's register (the int8 and int16
  * tiles): with the intrinsics GCC 12 writes each sum to a new register and
@@ -365,6 +365,8 @@ AI void store_row(int TV, int FULL, float *y, const __m256 *f, float bias, __m25
         else _mm256_storeu_ps(y + VL * v, r);
     }
 }
+
+/* ------------------------------------------------------------ int8 */
 
 /* CO output channels x TV vectors of 8 steps from t: per tap, the integer
  * sums over input channels, 4 channels a lane: x's bytes back to signed

@@ -254,7 +254,7 @@ void conv_fill_avx512(ops_kernels *k) {
     k->snake = snake_avx512;
 }
 
-/* ------------------------------------------------------------ int8 (VNNI) */
+/* ------------------------------------------------------------ tile rows */
 
 /* The rows of the int8, int16 and bf16 tiles: TV vectors of 16 steps, the
  * last one masked by mlast. */
@@ -281,6 +281,8 @@ AI void store_row(int TV, float *y, const __m512 *f, float bias, __mmask16 mlast
 #pragma GCC unroll 4
     for (int v = 0; v < TV; v++) _mm512_mask_storeu_ps(y + VL * v, row_mask(v, TV, mlast), _mm512_add_ps(f[v], b));
 }
+
+/* ------------------------------------------------------------ int8 (VNNI) */
 
 /* CO output channels x TV vectors of 16 steps from t: per tap, the integer
  * sums over input channels by vpdpbusd (u8 x + 128 times s8 w, 4 channels a

@@ -79,6 +79,8 @@ AI void store_f32_n(float *p, float32x4_t v, int n) {
     }
 }
 
+/* ------------------------------------------------------------ tile rows */
+
 /* The rows of the int8, int16 and bf16 tiles: TV vectors of 4 steps, nlast
  * of them valid in the last. */
 AI void load_row(int TV, const float *p, float32x4_t *r, int nlast) {
