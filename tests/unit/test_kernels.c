@@ -1828,7 +1828,6 @@ typedef struct int_fmt {
     const float *(*sw)(const int_w *w); /* [cout][k] weight scales */
     int (*qmax)(const int_w *w);        /* the largest level of a packed input */
     size_t (*scratch)(int cin, int t_in);
-    size_t (*scale_off)(int cin, int t_in); /* where the packed input's step scales start in the scratch */
     void (*pack)(const ops_kernels *k, const float *x, int cin, int t_in, int xs, const int_w *w, void *scr);
     void (*conv)(const ops_ctx *c, const float *x, int cin, int t_in, int xs, const int_w *w, int d, float *y, int ys,
                  void *scr);
@@ -1878,11 +1877,11 @@ static int i16_transposed(const ops_ctx *c, const float *x, int cin, int t_in, c
     return ops_conv_transpose1d_i16_ctx(c, x, cin, t_in, t_in, &w->i16, cout, k, s, t0, t1, y, ys, fs, scr);
 }
 
-static const int_fmt fmt_q8 = {"q8",          q8_make, q8_free, q8_sw,   q8_qmax,       ops_conv_q8_scratch_bytes,
-                               q8_scale_off, q8_pack, q8_conv, q8_transposed, 0.03};
+static const int_fmt fmt_q8 = {"q8", q8_make, q8_free, q8_sw, q8_qmax, ops_conv_q8_scratch_bytes,
+                               q8_pack, q8_conv, q8_transposed, 0.03};
 /* 9880 levels at the transposed case's 22 channels: some 100x closer than int8's 3 % */
-static const int_fmt fmt_i16 = {"i16",          i16_make, i16_free, i16_sw,         i16_qmax, ops_conv_i16_scratch_bytes,
-                                i16_scale_off, i16_pack, i16_conv, i16_transposed, 3e-4};
+static const int_fmt fmt_i16 = {"i16", i16_make, i16_free, i16_sw, i16_qmax, ops_conv_i16_scratch_bytes,
+                                i16_pack, i16_conv, i16_transposed, 3e-4};
 
 static void int_conv_with(const int_fmt *f, const ops_ctx *c, const float *x, int cin, int t_in, int xs,
                           const int_w *w, int d, float *y, int ys) {
@@ -2050,7 +2049,8 @@ static void test_conv_int(const int_fmt *f) {
         fill(x, (size_t)cin * t_in, 1.0f), fill(wt, (size_t)cin * cout * k, 1.0f), fill(b, cout, 0.5f);
         float *wc = ops_conv_transpose1d_pack_conv(wt, b, cin, cout, k, s);
         int_w q;
-        int ok = f->make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
+        const int made = f->make(&q, wc, wc + (size_t)s * cout * cin * (k / s), s * cout, cin, k / s);
+        int ok = made;
         const int t0 = s, t1 = t_in * s, T = t1 - t0;
         float *yf = malloc(sizeof(float) * cout * T), *yq = malloc(sizeof(float) * cout * T);
         float *y2 = malloc(sizeof(float) * cout * T), *fs = malloc(sizeof(float) * s * cout * T);
@@ -2073,7 +2073,7 @@ static void test_conv_int(const int_fmt *f) {
         }
         INT_CHECK("transposed_chunked_eq_whole", ok && !memcmp(y2, yq, sizeof(float) * cout * T), "differs");
         ops_free(&c);
-        if (ok) f->free_w(&q);
+        if (made) f->free_w(&q);
         free(wc), free(x), free(wt), free(b), free(yf), free(yq), free(y2), free(fs), free(qs);
     }
 #undef INT_CHECK
