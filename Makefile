@@ -63,6 +63,8 @@ TEST_SRC  := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c tests/b
 TEST_BIN  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 UNIT_BIN  := $(filter $(BUILD)/tests/unit/%,$(TEST_BIN))
 TEST_SCRIPTS := $(sort $(wildcard tests/scripts/test_*.sh tests/server/test_*.sh tests/bench/test_*.sh))
+# the AVX-512 kernels under Bochs (minutes of emulation): make test only
+EMU_TESTS := tests/emu/test_avx512_bochs.sh
 
 .PHONY: all test test-unit kbench debug debug-test tsan-test clean deps
 all: $(BUILD)/libqtts.a $(BUILD)/qtts $(if $(BENCH_SRC),$(BUILD)/qtts-bench) $(if $(SERVER_SRC),$(BUILD)/qtts-server)
@@ -188,7 +190,7 @@ $(BUILD)/tests/header_cxx.o: include/qtts.h
 tests: $(TEST_BIN) $(BUILD)/tests/header_cxx.o $(BUILD)/qtts
 
 test: all tests
-	@BUILD=$(BUILD) sh tests/run_tests.sh $(TEST_BIN) $(TEST_SCRIPTS)
+	@BUILD=$(BUILD) sh tests/run_tests.sh $(EMU_TESTS) $(TEST_BIN) $(TEST_SCRIPTS)
 
 # the unit tests alone (tests/unit: kernels, ops, parsers; no model run), in
 # seconds
