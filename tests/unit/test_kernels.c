@@ -1794,6 +1794,22 @@ static void test_snake(void) {
         snprintf(name, sizeof name, "snake_%s_chunked_in_place", tables[t]->name);
         CHECK(name, chunk_ok && inplace_ok, "chunked %s, in place %s", chunk_ok ? "ok" : "DIFF", inplace_ok ? "ok" : "DIFF");
     }
+    /* the AVX-512 sin^2 is the AVX2 one, operation for operation: the same
+     * bits, over the whole reduction range too (a = 1000: |a x| up to 4000,
+     * and 3e6 for x[3], which takes sinf in both) */
+    const ops_kernels *k2 = ops_kernels_by_name("avx2", NULL), *k5 = ops_kernels_by_name("avx512", NULL);
+    if (k2 && k5) {
+        const float as[4] = {1.0f, 3.7f, 0.21f, 1000.0f};
+        int same = 1;
+        for (int ai = 0; ai < 4; ai++) {
+            k2->snake(y, x, T, as[ai], 0.5f);
+            k5->snake(y2, x, T, as[ai], 0.5f);
+            same &= memcmp(y, y2, sizeof y) == 0;
+        }
+        CHECK("snake_avx512_bits_eq_avx2", same, "the AVX-512 and AVX2 SnakeBeta differ");
+    } else {
+        test_skip("snake_avx512_bits_eq_avx2", "needs the AVX2 and AVX-512 tables");
+    }
     /* ops_snake over channels with strides */
     ops_ctx c;
     ops_init(&c, 1, 0);

@@ -204,25 +204,23 @@ AI void tr_tile(int CO, int TV, const ops_conv_args *a, int o, int p, int M, int
 
 /* ------------------------------------------------------------ SnakeBeta */
 
-/* sin(u)^2 for |u| <= 8192: reduction by pi/2 in three exact parts, then the
- * sine or cosine polynomial on [-pi/4, pi/4] (Cephes sinf/cosf coefficients);
- * the sign of the quadrant does not matter for the square. */
+/* sin(u)^2 for |u| <= 8192, as conv_avx2.c's sin2_256 (same constants and
+ * operations, so the same bits per lane): sin^2 has period pi, so u is
+ * reduced by pi in three exact parts to r in [-pi/2, pi/2], and sin(r) =
+ * r + r^3 p(r^2), p of degree 4, is squared. */
 AI __m512 sin2_512(__m512 u) {
-    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(u, _mm512_set1_ps(0.63661977236758134f)),
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(u, _mm512_set1_ps(0.318309886183790672f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.5703125f), u);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(4.837512969970703125e-4f), r);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(7.54978995489188216e-8f), r);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(3.140625f), u);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(9.67502593994140625e-4f), r);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.509957990978376432e-7f), r);
     const __m512 z = _mm512_mul_ps(r, r);
-    __m512 sp = _mm512_fmadd_ps(z, _mm512_set1_ps(-1.9515295891e-4f), _mm512_set1_ps(8.3321608736e-3f));
-    sp = _mm512_fmadd_ps(z, sp, _mm512_set1_ps(-1.6666654611e-1f));
-    const __m512 sn = _mm512_fmadd_ps(_mm512_mul_ps(z, r), sp, r);
-    __m512 cp = _mm512_fmadd_ps(z, _mm512_set1_ps(2.443315711809948e-5f), _mm512_set1_ps(-1.388731625493765e-3f));
-    cp = _mm512_fmadd_ps(z, cp, _mm512_set1_ps(4.166664568298827e-2f));
-    const __m512 cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), cp, _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, _mm512_set1_ps(1.0f)));
-    const __mmask16 odd = _mm512_test_epi32_mask(_mm512_cvtps_epi32(k), _mm512_set1_epi32(1));
-    const __m512 v = _mm512_mask_blend_ps(odd, sn, cs);
-    return _mm512_mul_ps(v, v);
+    __m512 p = _mm512_fmadd_ps(z, _mm512_set1_ps(-2.3883249156142483e-08f), _mm512_set1_ps(2.7525022687768796e-06f));
+    p = _mm512_fmadd_ps(z, p, _mm512_set1_ps(-1.9840859749820083e-04f));
+    p = _mm512_fmadd_ps(z, p, _mm512_set1_ps(8.333330973982811e-03f));
+    p = _mm512_fmadd_ps(z, p, _mm512_set1_ps(-1.666666716337204e-01f));
+    const __m512 sn = _mm512_fmadd_ps(_mm512_mul_ps(z, r), p, r);
+    return _mm512_mul_ps(sn, sn);
 }
 
 static void snake_avx512(float *y, const float *x, int T, float a, float inv_b) {
