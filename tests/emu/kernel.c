@@ -1,5 +1,5 @@
 /* A minimal x86-64 kernel that runs one static Linux program (test_kernels
- * linked with musl) on Bochs, so that the AVX-512 kernels can be tested on a
+ * or test_ops, linked with musl) on Bochs, so that the AVX-512 kernels can be tested on a
  * CPU without AVX-512 (tests/emu/test_avx512_bochs.sh). It reads the ELF from
  * the first ATA disk, runs it in ring 3 and serves the Linux system calls it
  * makes: anonymous memory, threads (clone, futex) on one CPU with a
@@ -16,8 +16,9 @@
 
 #define PAYLOAD 0x10000000ull /* the ELF, read here from the first ATA disk */
 /* The environment: lines of NAME=VALUE ending in a NUL, which Bochs loads
- * here (optramimage2; this kernel is optramimage1). The program comes from the disk instead: Bochs 2.7
- * places only the first 128 KiB of a RAM image where it belongs. */
+ * here (optramimage2; this kernel is optramimage1). The program comes from
+ * the disk instead: Bochs 2.7 places only the first 128 KiB of a RAM image
+ * where it belongs. */
 #define ENVIRON 0x0f000000ull
 #define HEAP_LO 0x20000000ull
 #define HEAP_HI 0x80000000ull
@@ -127,7 +128,7 @@ void exc_entry(uint64_t *f) {
     __asm__ volatile("mov %%cr2, %0" : "=r"(cr2));
     kprintf("\n== emu: CPU exception %d (error %lx) at rip %lx, rsp %lx, cr2 %lx, thread %d\n", (int)f[0], f[1], f[2],
             f[5], cr2, th[cur].tid);
-    const uint64_t *st = (const uint64_t *)f[5];
+    const uint64_t *st = (const uint64_t *)f[5]; /* the stack's top, for addr2line */
     if (f[5] > 0x400000 && f[5] < HEAP_HI)
         for (int i = 0; i < 24; i++) kprintf("  [rsp+%d] %lx\n", 8 * i, st[i]);
     shutdown(128 + (int)f[0]);
@@ -462,7 +463,7 @@ void kmain(void) {
     uint64_t fend = 0;
     for (int i = 0; i < e->phnum; i++)
         if (ph[i].type == 1 && ph[i].offset + ph[i].filesz > fend) fend = ph[i].offset + ph[i].filesz;
-    ata_read(8, (uint32_t)((fend + 511) / 512), (uint8_t *)PAYLOAD + 4096);
+    if (fend > 4096) ata_read(8, (uint32_t)((fend - 4096 + 511) / 512), (uint8_t *)PAYLOAD + 4096);
     uint64_t at_phdr = 0, end = 0;
     for (int i = 0; i < e->phnum; i++) {
         if (ph[i].type == 6) at_phdr = ph[i].vaddr;

@@ -93,7 +93,7 @@ echo c >"$d/cont.rc" # Debian's Bochs has its debugger on: continue at once
 # fails the test unless it exits with status 0 and reports no failure
 emu() {
     cp "$d/$1" "$d/disk.img"
-    cyl=$((($(wc -c <"$d/disk.img") + 4096 + 516095) / 516096))
+    cyl=$((($(wc -c <"$d/disk.img") + 516095) / 516096))
     truncate -s $((cyl * 516096)) "$d/disk.img"
     printf '%s\n\0' "$2" >"$d/env.txt"
     cat >"$d/bochsrc" <<BXRC
