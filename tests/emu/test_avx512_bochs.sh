@@ -43,9 +43,10 @@ fail() {
 }
 
 # test_kernels and test_ops, static with musl, each file with its ISA's flags
-# (as the Makefile)
-ISA_avx2="-mavx2 -mfma -mf16c"
-ISA_avx512="-mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma -mf16c"
+# (the Makefile's)
+ISA_avx2=$(sed -n 's/^ISA_avx2 *:= *//p' Makefile)
+ISA_avx512=$(sed -n 's/^ISA_avx512 *:= *//p' Makefile)
+if [ -z "$ISA_avx2" ] || [ -z "$ISA_avx512" ]; then fail "no ISA_avx2 or ISA_avx512 line in the Makefile"; fi
 pids=""
 for f in tests/unit/test_kernels.c tests/unit/test_ops.c tests/common/test.c src/util/dtype.c src/util/error.c \
     src/util/huge_arena.c src/backend/cpu/*.c; do
