@@ -15,7 +15,10 @@
  *  - the codec decoder's residual-unit convs in int8, bf16 and f32 at the
  *    shapes of a 4-frame chunk, one thread;
  *  - the decoder's convs that its q8 format keeps in f32 (decoder.0 and the
- *    transposed convs, run as the decoder runs them) at the same shapes.
+ *    transposed convs, run as the decoder runs them) at the same shapes;
+ *  - SnakeBeta at the same shapes, as the decoder calls it and again on one
+ *    L1-resident row: what fusing it into the next conv's input packing
+ *    could save at most (the memory pass; its arithmetic stays).
  * Method: one warm-up pass, then REPS measured passes; median (min, max). */
 #include <immintrin.h>
 #include <math.h>
@@ -492,11 +495,72 @@ static void bench_codec_f32_shapes(void) {
     ops_free(&ctx);
 }
 
+/* SnakeBeta at the shapes of a 4-frame chunk, one thread: each vocoder
+ * block's six residual-unit activations (C x T) and the block's input
+ * activation (2C x T / rate), as the decoder calls ops_snake (out of place
+ * into a history-strided buffer), against the same element count run from
+ * one 2048-float row into another, both staying in L1 (the arithmetic
+ * alone; the input row is never overwritten, so every call sees |a x| in
+ * the decoder's range, under the kernels' 8192 limit). The difference is
+ * the memory pass that fusing SnakeBeta into the next conv's packing would
+ * remove. */
+static void bench_codec_snake(void) {
+    static const int Cs[4] = {768, 384, 192, 96}, Ts[4] = {128, 640, 2560, 7680}, Rs[4] = {8, 5, 4, 3};
+    enum { ROW = 2048 };
+    ops_ctx ctx;
+    ops_init(&ctx, 1, 0);
+    printf("\ncodec SnakeBeta, 4-frame chunk shapes, 1 thread, %s (G elements/s, median of %d)\n", ctx.k->name, REPS);
+    double tot_mem = 0.0, tot_l1 = 0.0;
+    for (int sh = 0; sh < 5; sh++) {
+        /* 0-3: a block's residual units (hist 54 for the widest dilation);
+         * 4: the final activation before the last conv (96 x 7680) */
+        const int C = sh < 4 ? Cs[sh] : 96, T = sh < 4 ? Ts[sh] : 7680, H = 54;
+        const int n_calls = sh < 4 ? 6 : 1; /* 3 residual units x 2 activations */
+        float *x = malloc(sizeof(float) * C * T), *y = malloc(sizeof(float) * C * (T + H));
+        float *a = malloc(sizeof(float) * C), *ib = malloc(sizeof(float) * C), *row = malloc(sizeof(float) * ROW);
+        float *rout = malloc(sizeof(float) * ROW);
+        if (!x || !y || !a || !ib || !row || !rout) {
+            printf("  out of memory\n");
+            free(x), free(y), free(a), free(ib), free(row), free(rout);
+            continue;
+        }
+        for (size_t i = 0; i < (size_t)C * T; i++) x[i] = 3.0f * rnd();
+        for (int i = 0; i < C; i++) a[i] = 1.0f + 0.5f * rnd(), ib[i] = 1.0f + 0.5f * rnd();
+        for (int i = 0; i < ROW; i++) row[i] = 3.0f * rnd();
+        const double elems = (double)C * T;
+        const int row_calls = (int)(elems / ROW + 0.5);
+        double vm[REPS], vl[REPS];
+        for (int rep = -1; rep < REPS; rep++) {
+            double t0 = now_s();
+            ops_snake(&ctx, x, T, y + H, T + H, a, ib, C, T);
+            const double dm = now_s() - t0;
+            t0 = now_s();
+            for (int i = 0; i < row_calls; i++) ops_snake(&ctx, row, ROW, rout, ROW, a + (i % C), ib + (i % C), 1, ROW);
+            const double dl = now_s() - t0;
+            if (rep >= 0) vm[rep] = elems / dm / 1e9, vl[rep] = (double)row_calls * ROW / dl / 1e9;
+        }
+        const stat3 m = stats(vm, REPS), l = stats(vl, REPS);
+        const double ms_m = elems / m.med / 1e6, ms_l = elems / l.med / 1e6;
+        /* a 4-frame chunk's calls at this rate: the six, plus the block's
+         * input activation (2C channels at T / rate steps) as a fraction */
+        double calls = n_calls;
+        if (sh < 4) calls += (double)(2 * C) * (T / Rs[sh]) / elems;
+        tot_mem += calls * ms_m, tot_l1 += calls * ms_l;
+        printf("  C %3d T %4d (%6.3f M): decoder's call %5.2f G/s (%.3f ms), L1 row %5.2f G/s (%.3f ms), x %.2f calls\n",
+               C, T, elems / 1e6, m.med, ms_m, l.med, ms_l, calls);
+        free(x), free(y), free(a), free(ib), free(row), free(rout);
+    }
+    printf("  a frame (chunk / 4): %.3f ms as called, %.3f ms arithmetic alone; memory pass %.3f ms\n", tot_mem / 4,
+           tot_l1 / 4, (tot_mem - tot_l1) / 4);
+    ops_free(&ctx);
+}
+
 int main(int argc, char **argv) {
     const int threads = argc > 1 ? atoi(argv[1]) : 2;
     if (argc > 2 && !strcmp(argv[2], "codec")) { /* the codec decoder's tables alone */
         bench_codec_shapes();
         bench_codec_f32_shapes();
+        bench_codec_snake();
         return 0;
     }
     const ops_cpu *c = ops_cpu_features();
@@ -517,5 +581,6 @@ int main(int argc, char **argv) {
     bench_conv(threads);
     bench_codec_shapes();
     bench_codec_f32_shapes();
+    bench_codec_snake();
     return 0;
 }
