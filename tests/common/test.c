@@ -43,16 +43,21 @@ const char *test_dir(void) {
     return d && *d ? d : "tests";
 }
 
-const char *test_path(const char *fmt, ...) {
+const char *test_vpath(const char *dir, const char *fmt, va_list ap) {
     static char bufs[64][4096];
     static int k;
     char *b = bufs[k++ & 63];
     char rel[3000];
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    snprintf(b, 4096, "%s/%s", dir, rel);
+    return b;
+}
+
+const char *test_path(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
+    const char *b = test_vpath(test_dir(), fmt, ap);
     va_end(ap);
-    snprintf(b, 4096, "%s/%s", test_dir(), rel);
     return b;
 }
 

@@ -32,6 +32,8 @@ int test_finish(void); /* returns the exit status */
 const char *test_dir(void);
 /* snprintf into one of 64 rotating static buffers: test_path("golden/data/%s", x). */
 const char *test_path(const char *fmt, ...);
+/* dir/<vprintf(fmt, ap)> in the same rotating buffers (test_path's and test_tmp_path's). */
+const char *test_vpath(const char *dir, const char *fmt, va_list ap);
 
 /* max|a-b| / max|b| over n floats; entries where b is -inf must match exactly
  * (else returns +inf). Sets *max_abs to max|a-b| over finite entries. */

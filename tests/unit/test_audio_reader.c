@@ -7,7 +7,6 @@
  * unsupported formats, empty, silent, NaN/Inf, too long, missing file, bad
  * headers, bad parameters) and the in-memory variant. Files go to a mkdtemp()
  * folder under /tmp, removed at the end. */
-#include <ftw.h>
 #include <math.h>
 #include <sndfile.h>
 #include <stdint.h>
@@ -19,45 +18,7 @@
 
 #include "io/audio_reader.h"
 #include "test.h"
-
-static char g_tmp[256];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tpath(const char *rel) {
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ & 7];
-    snprintf(b, 512, "%s/%s", g_tmp, rel);
-    return b;
-}
-
-static int write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = n ? fwrite(data, 1, n, f) : 0;
-    int rc = fclose(f);
-    return (w == n && rc == 0) ? 0 : -1;
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
+#include "test_tmp.h"
 
 static int writable(int format, int rate, int channels) {
     SF_INFO si;
@@ -106,7 +67,7 @@ static qtts_status expect_read(const char *name, const char *path, int mem, cons
     qtts_status st;
     if (mem) {
         size_t nb = 0;
-        unsigned char *b = read_bytes(path, &nb);
+        unsigned char *b = test_read_file(path, &nb);
         st = audio_decode_24k_mem(b, nb, path, p, &pcm, &n, &info, &e);
         free(b);
     } else {
@@ -131,7 +92,7 @@ static void test_f32_exact(void) {
     for (size_t i = 0; i < n; i++) x[i] = 0.9f * frand();
     x[10] = 1.5f; /* above full scale: upstream does not normalise, neither do we */
     x[11] = -1.25f;
-    const char *p = tpath("f32_24k_mono.wav");
+    const char *p = test_tmp_path("f32_24k_mono.wav");
     if (write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 1, x, NULL, n) != 0) {
         test_report("ar_f32_24k_bit_exact", 0, "cannot write %s", p);
         free(x);
@@ -144,7 +105,7 @@ static void test_f32_exact(void) {
         qtts_error e;
         err_clear(&e);
         size_t nb = 0;
-        unsigned char *b = mem ? read_bytes(p, &nb) : NULL;
+        unsigned char *b = mem ? test_read_file(p, &nb) : NULL;
         qtts_status st = mem ? audio_decode_24k_mem(b, nb, "upload.wav", NULL, &pcm, &m, &info, &e)
                              : audio_read_24k(p, NULL, &pcm, &m, &info, &e);
         free(b);
@@ -170,7 +131,7 @@ static void test_s16_exact(void) {
     for (size_t i = 0; i < n; i++) s[i] = (short)(frand() * 32767.0f);
     s[0] = -32768;
     s[1] = 32767;
-    const char *p = tpath("s16_24k_mono.wav");
+    const char *p = test_tmp_path("s16_24k_mono.wav");
     if (write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 24000, 1, NULL, s, n) != 0) {
         test_report("ar_s16_24k_exact", 0, "cannot write %s", p);
         free(s);
@@ -202,7 +163,7 @@ static void test_downmix_exact(void) {
         const size_t n = 7001;
         float *x = malloc(n * (size_t)ch * sizeof *x);
         for (size_t i = 0; i < n * (size_t)ch; i++) x[i] = 0.8f * frand();
-        const char *p = tpath(ch == 2 ? "stereo_24k.wav" : "three_24k.wav");
+        const char *p = test_tmp_path(ch == 2 ? "stereo_24k.wav" : "three_24k.wav");
         char name[64];
         snprintf(name, sizeof name, "ar_downmix_%dch_is_mean", ch);
         if (write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, ch, x, NULL, n) != 0) {
@@ -263,7 +224,7 @@ static void check_resampled(const char *tag, const char *path, int mem, int rate
     qtts_error e;
     err_clear(&e);
     size_t nb = 0;
-    unsigned char *b = mem ? read_bytes(path, &nb) : NULL;
+    unsigned char *b = mem ? test_read_file(path, &nb) : NULL;
     qtts_status st = mem ? audio_decode_24k_mem(b, nb, tag, NULL, &pcm, &m, &info, &e)
                          : audio_read_24k(path, NULL, &pcm, &m, &info, &e);
     free(b);
@@ -307,7 +268,7 @@ static void test_resample(void) {
     const double amps[2] = {0.6, 0.4};
     size_t frames = 66150 + 7;
     float *x = make_sine(frames, 2, 44100, 440.0, amps);
-    const char *p = tpath("stereo_44k1.wav");
+    const char *p = test_tmp_path("stereo_44k1.wav");
     if (write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 44100, 2, x, NULL, frames) == 0) {
         check_resampled("ar_44k1_stereo", p, 0, 44100, frames, 440.0, 0.5, 1e-5, 1);
         check_resampled("ar_mem_44k1_stereo", p, 1, 44100, frames, 440.0, 0.5, 1e-5, 1);
@@ -323,7 +284,7 @@ static void test_resample(void) {
     for (int k = 0; k < 2; k++) {
         double f = k == 0 ? 10500.0 : 15000.0;
         x = make_sine(frames, 1, 44100, f, a2);
-        p = tpath("band.wav");
+        p = test_tmp_path("band.wav");
         char name[64];
         snprintf(name, sizeof name, k == 0 ? "ar_passband_10k5" : "ar_stopband_15k");
         if (write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 44100, 1, x, NULL, frames) != 0) {
@@ -355,7 +316,7 @@ static void test_resample(void) {
     const double a1[1] = {0.5};
     frames = 16000 * 2 + 3;
     x = make_sine(frames, 1, 16000, 300.0, a1);
-    p = tpath("mono_16k.flac");
+    p = test_tmp_path("mono_16k.flac");
     if (write_sf(p, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, x, NULL, frames) == 0)
         check_resampled("ar_16k_flac", p, 0, 16000, frames, 300.0, 0.5, 1e-4, 1);
     else
@@ -366,7 +327,7 @@ static void test_resample(void) {
     frames = 48000 * 2;
     if (writable(SF_FORMAT_OGG | SF_FORMAT_VORBIS, 48000, 1)) {
         x = make_sine(frames, 1, 48000, 500.0, a1);
-        p = tpath("mono_48k.ogg");
+        p = test_tmp_path("mono_48k.ogg");
         if (write_sf(p, SF_FORMAT_OGG | SF_FORMAT_VORBIS, 48000, 1, x, NULL, frames) == 0)
             check_resampled("ar_48k_vorbis", p, 0, 48000, frames, 500.0, 0.5, 0, 0);
         else
@@ -380,7 +341,7 @@ static void test_resample(void) {
     frames = 22050 * 2;
     if (writable(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 22050, 1)) {
         x = make_sine(frames, 1, 22050, 400.0, a1);
-        p = tpath("mono_22k.mp3");
+        p = test_tmp_path("mono_22k.mp3");
         if (write_sf(p, SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, 22050, 1, x, NULL, frames) == 0)
             check_resampled("ar_22k_mp3", p, 0, 22050, frames, 400.0, 0.5, 0, 0);
         else
@@ -449,7 +410,7 @@ static void write_wav_header(const char *path, int channels, int rate) {
     h[40] = 4;
     h[44] = 0x10;
     h[46] = 0x20;
-    write_bytes(path, h, sizeof h);
+    test_write_file(path, h, sizeof h);
 }
 
 static void test_refusals(void) {
@@ -461,18 +422,18 @@ static void test_refusals(void) {
         char name[96];
 #define NAME(s) (snprintf(name, sizeof name, "%s%s", mem ? "ar_mem_" : "ar_", (s)), name)
         /* a text file renamed .wav */
-        const char *p = tpath("notes.wav");
+        const char *p = test_tmp_path("notes.wav");
         const char *txt = "These are my notes, not audio.\n";
-        write_bytes(p, txt, strlen(txt));
+        test_write_file(p, txt, strlen(txt));
         expect_read(NAME("text_as_wav"), p, mem, NULL, QTTS_ERR_INPUT, p, "not a readable audio file");
 
         /* 0 bytes */
-        p = tpath("zero.wav");
-        write_bytes(p, "", 0);
+        p = test_tmp_path("zero.wav");
+        test_write_file(p, "", 0);
         expect_read(NAME("zero_bytes"), p, mem, NULL, QTTS_ERR_INPUT, p, "empty");
 
         /* a valid WAV with no samples */
-        p = tpath("empty.wav");
+        p = test_tmp_path("empty.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 24000, 1, NULL, NULL, 0);
         expect_read(NAME("empty_wav"), p, mem, NULL, QTTS_ERR_INPUT, p, "no audio samples");
 
@@ -480,7 +441,7 @@ static void test_refusals(void) {
         size_t n = 24000;
         float *x = calloc(n * 2, sizeof *x);
         for (size_t i = 0; i < n * 2; i++) x[i] = 9e-5f * frand();
-        p = tpath("silent.wav");
+        p = test_tmp_path("silent.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 2, x, NULL, n);
         expect_read(NAME("silent"), p, mem, NULL, QTTS_ERR_INPUT, p, "silent");
         /* the same clip passes with the check off, and one louder sample passes */
@@ -488,19 +449,19 @@ static void test_refusals(void) {
         q.silence_peak = 0.0;
         expect_read(NAME("silent_check_off"), p, mem, &q, QTTS_OK, NULL, NULL);
         x[1000] = 0.5f;
-        p = tpath("nearly_silent.wav");
+        p = test_tmp_path("nearly_silent.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 2, x, NULL, n);
         expect_read(NAME("one_loud_sample_not_silent"), p, mem, NULL, QTTS_OK, NULL, NULL);
 
         /* NaN and Inf samples */
         for (size_t i = 0; i < n * 2; i++) x[i] = 0.3f * frand();
         x[2 * 12000 + 1] = NAN;
-        p = tpath("nan.wav");
+        p = test_tmp_path("nan.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 2, x, NULL, n);
         expect_read(NAME("nan_sample"), p, mem, NULL, QTTS_ERR_INPUT, p, "NaN sample at 0.500 s");
         x[2 * 12000 + 1] = 0.0f;
         x[3] = -INFINITY;
-        p = tpath("inf.wav");
+        p = test_tmp_path("inf.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 24000, 2, x, NULL, n);
         expect_read(NAME("inf_sample"), p, mem, NULL, QTTS_ERR_INPUT, p, "infinite");
         free(x);
@@ -509,16 +470,16 @@ static void test_refusals(void) {
         n = 32000;
         x = malloc(n * sizeof *x);
         for (size_t i = 0; i < n; i++) x[i] = 0.3f * frand();
-        p = tpath("two_seconds.wav");
+        p = test_tmp_path("two_seconds.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, 1, x, NULL, n);
         q = def;
         q.max_seconds = 1.0;
         expect_read(NAME("too_long"), p, mem, &q, QTTS_ERR_LIMIT, "2.00 s", "1.00 s");
-        p = tpath("one_second.wav");
+        p = test_tmp_path("one_second.wav");
         write_sf(p, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 16000, 1, x, NULL, n / 2);
         expect_read(NAME("exactly_max_ok"), p, mem, &q, QTTS_OK, NULL, NULL);
         /* the default limit passes 2 s; FLAC too (frames known from STREAMINFO) */
-        p = tpath("two_seconds.flac");
+        p = test_tmp_path("two_seconds.flac");
         write_sf(p, SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, x, NULL, n);
         expect_read(NAME("flac_too_long"), p, mem, &q, QTTS_ERR_LIMIT, "2.00 s", "1.00 s");
         expect_read(NAME("flac_default_limit_ok"), p, mem, NULL, QTTS_OK, NULL, NULL);
@@ -529,48 +490,48 @@ static void test_refusals(void) {
         for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(frand() * 127.0f + 128.0f);
         memcpy(junk, "ID3\x03\0\0\0\0\0\x0a", 10);
         memset(junk + 10, 0, 10);
-        p = tpath("fake.mp3");
-        write_bytes(p, junk, sizeof junk);
+        p = test_tmp_path("fake.mp3");
+        test_write_file(p, junk, sizeof junk);
         expect_read(NAME("fake_mp3_named"), p, mem, NULL, QTTS_ERR_INPUT, p, "MP3");
         memcpy(junk, "\0\0\0\x20" "ftypM4A \0\0\0\0", 16);
-        p = tpath("voice.m4a");
-        write_bytes(p, junk, sizeof junk);
+        p = test_tmp_path("voice.m4a");
+        test_write_file(p, junk, sizeof junk);
         expect_read(NAME("m4a_named"), p, mem, NULL, QTTS_ERR_INPUT, p, "MP4/M4A");
         memcpy(junk, "\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81", 12);
-        p = tpath("voice.webm");
-        write_bytes(p, junk, sizeof junk);
+        p = test_tmp_path("voice.webm");
+        test_write_file(p, junk, sizeof junk);
         expect_read(NAME("webm_named"), p, mem, NULL, QTTS_ERR_INPUT, p, "WebM");
 
         /* damaged headers: zero channels, zero rate */
-        p = tpath("zero_channels.wav");
+        p = test_tmp_path("zero_channels.wav");
         write_wav_header(p, 0, 24000);
         expect_read(NAME("zero_channels"), p, mem, NULL, QTTS_ERR_INPUT, p, NULL);
-        p = tpath("zero_rate.wav");
+        p = test_tmp_path("zero_rate.wav");
         write_wav_header(p, 1, 0);
         expect_read(NAME("zero_rate"), p, mem, NULL, QTTS_ERR_INPUT, p, NULL);
-        p = tpath("ok_header.wav"); /* control: the same writer makes a readable file */
+        p = test_tmp_path("ok_header.wav"); /* control: the same writer makes a readable file */
         write_wav_header(p, 1, 24000);
         expect_read(NAME("handmade_header_control"), p, mem, NULL, QTTS_OK, NULL, NULL);
 
         /* bad parameters */
         q = def;
         q.max_seconds = 0.0;
-        expect_read(NAME("max_seconds_zero"), tpath("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG, "max_seconds",
+        expect_read(NAME("max_seconds_zero"), test_tmp_path("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG, "max_seconds",
                     NULL);
         q.max_seconds = NAN;
-        expect_read(NAME("max_seconds_nan"), tpath("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG, "max_seconds",
+        expect_read(NAME("max_seconds_nan"), test_tmp_path("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG, "max_seconds",
                     NULL);
         q = def;
         q.silence_peak = 1.0;
-        expect_read(NAME("silence_peak_one"), tpath("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG,
+        expect_read(NAME("silence_peak_one"), test_tmp_path("one_second.wav"), mem, &q, QTTS_ERR_INVALID_ARG,
                     "silence_peak", NULL);
 #undef NAME
     }
 
     /* file-only: missing file and a directory are I/O errors */
-    const char *missing = tpath("no_such_file.wav");
+    const char *missing = test_tmp_path("no_such_file.wav");
     expect_read("ar_missing_file", missing, 0, NULL, QTTS_ERR_IO, missing, "No such file");
-    expect_read("ar_directory", g_tmp, 0, NULL, QTTS_ERR_IO, g_tmp, "directory");
+    expect_read("ar_directory", test_tmp_dir(), 0, NULL, QTTS_ERR_IO, test_tmp_dir(), "directory");
 
     /* memory-only: NULL name gets a label, NULL data with a size is a bad argument */
     float *pcm = NULL;
@@ -582,22 +543,18 @@ static void test_refusals(void) {
           "status %d, message \"%s\"", (int)st, e.msg);
     st = audio_decode_24k_mem(NULL, 8, NULL, NULL, &pcm, &n, NULL, &e);
     CHECK("ar_mem_null_data", st == QTTS_ERR_INVALID_ARG, "status %d", (int)st);
-    st = audio_read_24k(tpath("one_second.wav"), NULL, NULL, &n, NULL, &e);
+    st = audio_read_24k(test_tmp_path("one_second.wav"), NULL, NULL, &n, NULL, &e);
     CHECK("ar_null_out", st == QTTS_ERR_INVALID_ARG, "status %d", (int)st);
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts_audio_reader_XXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        test_report("mkdtemp", 0, "cannot create a temp folder under /tmp");
-        return test_finish();
-    }
+    if (test_tmp_make("qtts_audio_reader") != 0) return test_finish();
     printf("# %s\n", sf_version_string());
     test_f32_exact();
     test_s16_exact();
     test_downmix_exact();
     test_resample();
     test_refusals();
-    rm_rf(g_tmp);
+    test_tmp_remove();
     return test_finish();
 }

@@ -8,7 +8,6 @@
  * what is valid, kept as the context's last error; invalid UTF-8 is reported
  * at its offset in the caller's text; speaker names keep the checkpoint's
  * spelling. Broken folders are written to a mkdtemp() folder under /tmp. */
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
@@ -21,58 +20,30 @@
 
 #include "qtts.h"
 #include "test.h"
-
-static char g_tmp[256];
+#include "test_tmp.h"
 
 static const int32_t k_text_ids[8] = {17, 300, 45, 999, 2, 511, 64, 8}; /* custom_voice prompts.json */
 #define NEWLINE_ID 10
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = sz > 0 ? malloc((size_t)sz) : NULL;
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = b ? (size_t)sz : 0;
-    return b;
-}
-
-static int write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = n ? fwrite(data, 1, n, f) : 0;
-    return (fclose(f) == 0 && w == n) ? 0 : -1;
-}
+/* an address no API call returns: out-parameters must be overwritten */
+static char g_sentinel[8];
 
 static int copy_file(const char *src, const char *dst) {
     size_t n;
-    unsigned char *b = read_all(src, &n);
+    unsigned char *b = test_read_file(src, &n);
     if (!b) return -1;
-    int rc = write_bytes(dst, b, n);
+    int rc = test_write_file(dst, b, n);
     free(b);
     return rc;
 }
 
-/* A fresh folder g_tmp/name holding the custom_voice config.json and
+/* A fresh folder name in the scratch folder, holding the custom_voice config.json and
  * generation_config.json (no weights). Returns its path (static, rotating). */
 static const char *make_folder(const char *name) {
     static char bufs[4][512];
     static int k;
     char *dir = bufs[k++ & 3];
-    snprintf(dir, 512, "%s/%s", g_tmp, name);
+    snprintf(dir, 512, "%s/%s", test_tmp_dir(), name);
     mkdir(dir, 0755);
     char dst[700];
     snprintf(dst, sizeof dst, "%s/config.json", dir);
@@ -88,7 +59,7 @@ static const char *make_folder(const char *name) {
  * data stays 8-byte aligned. Returns 0 on success. */
 static int write_weights(const char *dir, const char *drop, const char *name, const char *dtype, json_t *shape) {
     size_t n;
-    unsigned char *buf = read_all(test_path("golden/data/custom_voice/model.safetensors"), &n);
+    unsigned char *buf = test_read_file(test_path("golden/data/custom_voice/model.safetensors"), &n);
     if (!buf || n < 8) {
         free(buf);
         json_decref(shape);
@@ -137,7 +108,7 @@ static int write_weights(const char *dir, const char *drop, const char *name, co
             memcpy(file + 8 + padded, odata, off);
             char p[700];
             snprintf(p, sizeof p, "%s/model.safetensors", dir);
-            rc = write_bytes(p, file, 8 + padded + off);
+            rc = test_write_file(p, file, 8 + padded + off);
             free(file);
         } else {
             rc = -1;
@@ -162,7 +133,7 @@ static qtts_model_params no_codec_params(void) {
 
 /* Load dir, expect status want, *out NULL and errbuf containing sub1/sub2. */
 static void expect_load(const char *name, const char *dir, qtts_status want, const char *sub1, const char *sub2) {
-    qtts_model *m = (qtts_model *)&g_tmp; /* must be overwritten with NULL */
+    qtts_model *m = (qtts_model *)g_sentinel; /* must be overwritten with NULL */
     char err[1024];
     memset(err, 'x', sizeof err);
     const qtts_model_params p = no_codec_params();
@@ -177,7 +148,7 @@ static void expect_load(const char *name, const char *dir, qtts_status want, con
 
 static void test_broken_folders(void) {
     char missing[600];
-    snprintf(missing, sizeof missing, "%s/no_such_model", g_tmp);
+    snprintf(missing, sizeof missing, "%s/no_such_model", test_tmp_dir());
     expect_load("load_missing_folder", missing, QTTS_ERR_IO, missing, NULL);
 
     const char *dir = make_folder("no_weights");
@@ -244,10 +215,10 @@ static void test_broken_folders(void) {
     dir = make_folder("truncated");
     {
         size_t n;
-        unsigned char *b = read_all(test_path("golden/data/custom_voice/model.safetensors"), &n);
+        unsigned char *b = test_read_file(test_path("golden/data/custom_voice/model.safetensors"), &n);
         char p[700];
         snprintf(p, sizeof p, "%s/model.safetensors", dir);
-        if (b) write_bytes(p, b, n - 100);
+        if (b) test_write_file(p, b, n - 100);
         free(b);
         expect_load("load_truncated_weights", dir, QTTS_ERR_FORMAT, p, "truncated");
     }
@@ -258,7 +229,7 @@ static void test_broken_folders(void) {
         char p[700];
         snprintf(p, sizeof p, "%s/config.json", dir);
         const char *bad = "{\"tts_model_type\": \"custom_voice\",\n \"talker_config\": {,}}";
-        write_bytes(p, bad, strlen(bad));
+        test_write_file(p, bad, strlen(bad));
         expect_load("load_malformed_config", dir, QTTS_ERR_FORMAT, p, "line 2");
     }
     dir = make_folder("bad_gen_config");
@@ -266,7 +237,7 @@ static void test_broken_folders(void) {
     {
         char p[700];
         snprintf(p, sizeof p, "%s/generation_config.json", dir);
-        write_bytes(p, "{\"top_p\": 2.0}", 14);
+        test_write_file(p, "{\"top_p\": 2.0}", 14);
         expect_load("load_bad_generation_config", dir, QTTS_ERR_FORMAT, p, "top_p");
     }
 
@@ -333,7 +304,7 @@ static qtts_gen_params valid_params(const qtts_model *m) {
 /* Run gp on ctx and expect status want with sub1/sub2 in the last error. */
 static void expect_gen(const char *name, qtts_context *ctx, const qtts_gen_params *gp, qtts_status want,
                        const char *sub1, const char *sub2) {
-    int32_t *codes = (int32_t *)&g_tmp; /* must be reset */
+    int32_t *codes = (int32_t *)g_sentinel; /* must be reset */
     int n = -1;
     qtts_status st = qtts_generate_codes(ctx, gp, NULL, NULL, &codes, &n);
     const char *msg = qtts_context_last_error(ctx);
@@ -342,7 +313,7 @@ static void expect_gen(const char *name, qtts_context *ctx, const qtts_gen_param
     test_report(name, ok, "got %d (%s) want %d, n_frames %d, codes %s, last error \"%s\"; expected \"%s\" and \"%s\"",
                 (int)st, qtts_status_str(st), (int)want, n, codes ? "set" : "NULL", msg, sub1 ? sub1 : "",
                 sub2 ? sub2 : "");
-    if (st == QTTS_OK && codes != (int32_t *)&g_tmp) free(codes);
+    if (st == QTTS_OK && codes != (int32_t *)g_sentinel) free(codes);
 }
 
 static int codes_valid(const int32_t *codes, int n, int groups, int codebook) {
@@ -405,7 +376,7 @@ static void test_custom_voice(void) {
                                     qtts_tokenize(NULL, "x", &ids, &n_ids, NULL, 0) == QTTS_ERR_INVALID_ARG,
           "NULL arguments not rejected (message \"%s\")", why);
 
-    qtts_context *ctx = (qtts_context *)&g_tmp; /* must be overwritten with NULL */
+    qtts_context *ctx = (qtts_context *)g_sentinel; /* must be overwritten with NULL */
     st = qtts_context_new(NULL, NULL, &ctx, why, sizeof why);
     CHECK("context_new_null_model", st == QTTS_ERR_INVALID_ARG && ctx == NULL && strstr(why, "NULL"),
           "status %d, context %s, message \"%s\"", (int)st, ctx ? "not NULL" : "NULL", why);
@@ -626,13 +597,13 @@ static void test_base(void) {
     qtts_model_free(m);
 }
 
-/* A folder g_tmp/name holding symbolic links to the named entries of golden
+/* A folder name in the scratch folder, holding symbolic links to the named entries of golden
  * cases: entries[i] is "case/entry". Returns its path (static, rotating). */
 static const char *link_folder(const char *name, const char *const *entries, int n) {
     static char bufs[4][512];
     static int k;
     char *dir = bufs[k++ & 3];
-    snprintf(dir, 512, "%s/%s", g_tmp, name);
+    snprintf(dir, 512, "%s/%s", test_tmp_dir(), name);
     mkdir(dir, 0755);
     for (int i = 0; i < n; i++) {
         char src[1024], dst[1024];
@@ -791,17 +762,13 @@ static void test_int_max_tokens(void) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts_test_load_XXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        test_report("mkdtemp", 0, "cannot create a temp folder under /tmp");
-        return test_finish();
-    }
+    if (test_tmp_make("qtts_test_load") != 0) return test_finish();
     test_broken_folders();
     test_custom_voice();
     test_base();
     test_utf8_offsets();
     test_speaker_case();
-    nftw(g_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    test_tmp_remove();
     test_int_max_tokens();
     return test_finish();
 }

@@ -6,7 +6,6 @@
  * f16/bf16 scalar conversions, sharded sets via model.safetensors.index.json,
  * st_get_float's checks, and truncated copies of the real test checkpoint.
  * Files are written to a mkdtemp() folder under /tmp, removed at the end. */
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,39 +16,7 @@
 
 #include "io/safetensors.h"
 #include "test.h"
-
-static char g_tmp[256];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* tmp path: g_tmp/rel (rotating static buffers) */
-static const char *tpath(const char *fmt, ...) {
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ & 7];
-    char rel[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rel, sizeof rel, fmt, ap);
-    va_end(ap);
-    snprintf(b, 512, "%s/%s", g_tmp, rel);
-    return b;
-}
-
-static int write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = n ? fwrite(data, 1, n, f) : 0;
-    int rc = fclose(f);
-    return (w == n && rc == 0) ? 0 : -1;
-}
+#include "test_tmp.h"
 
 static void put_u64le(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -67,7 +34,7 @@ static int write_st(const char *path, const char *header, const void *data, size
     memcpy(buf + 8, header, hl);
     memset(buf + 8 + hl, ' ', padded - hl);
     if (data && data_len) memcpy(buf + 8 + padded, data, data_len);
-    int rc = write_bytes(path, buf, n);
+    int rc = test_write_file(path, buf, n);
     free(buf);
     return rc;
 }
@@ -80,7 +47,7 @@ static int write_st_raw(const char *path, uint64_t hlen_field, const char *heade
     if (!buf) return -1;
     put_u64le(buf, hlen_field);
     memcpy(buf + 8, header, hl);
-    int rc = write_bytes(path, buf, n);
+    int rc = test_write_file(path, buf, n);
     free(buf);
     return rc;
 }
@@ -111,7 +78,7 @@ static void expect_open(const char *name, int dir_mode, const char *path, qtts_s
 
 /* Header-only hostile file with `data_len` zero bytes of data. */
 static void hostile(const char *name, const char *header, size_t data_len, const char *sub1, const char *sub2) {
-    const char *p = tpath("%s.safetensors", name);
+    const char *p = test_tmp_path("%s.safetensors", name);
     if (write_st(p, header, NULL, data_len) != 0) {
         test_report(name, 0, "cannot write %s", p);
         return;
@@ -121,28 +88,28 @@ static void hostile(const char *name, const char *header, size_t data_len, const
 
 static void test_hostile_files(void) {
     /* sizes too small for the 8-byte length */
-    const char *p = tpath("empty.safetensors");
-    write_bytes(p, "", 0);
+    const char *p = test_tmp_path("empty.safetensors");
+    test_write_file(p, "", 0);
     expect_open("st_empty_file", 0, p, QTTS_ERR_FORMAT, p, "too short", NULL);
-    p = tpath("seven.safetensors");
-    write_bytes(p, "\x10\0\0\0\0\0\0", 7);
+    p = test_tmp_path("seven.safetensors");
+    test_write_file(p, "\x10\0\0\0\0\0\0", 7);
     expect_open("st_7_byte_file", 0, p, QTTS_ERR_FORMAT, p, "too short", NULL);
     /* exactly 8 bytes: header length 0 -> empty header is not JSON */
-    p = tpath("eight.safetensors");
-    write_bytes(p, "\0\0\0\0\0\0\0\0", 8);
+    p = test_tmp_path("eight.safetensors");
+    test_write_file(p, "\0\0\0\0\0\0\0\0", 8);
     expect_open("st_zero_length_header", 0, p, QTTS_ERR_FORMAT, p, "JSON", NULL);
 
     /* header length fields that run past the end */
-    p = tpath("hlen_past_end.safetensors");
+    p = test_tmp_path("hlen_past_end.safetensors");
     write_st_raw(p, 100, "{}", 10);
     expect_open("st_header_length_past_end", 0, p, QTTS_ERR_FORMAT, p, "header length 100", NULL);
-    p = tpath("hlen_huge.safetensors");
+    p = test_tmp_path("hlen_huge.safetensors");
     write_st_raw(p, (uint64_t)1 << 63, "{}", 10);
     expect_open("st_header_length_2^63", 0, p, QTTS_ERR_FORMAT, p, "header length", NULL);
-    p = tpath("hlen_max.safetensors");
+    p = test_tmp_path("hlen_max.safetensors");
     write_st_raw(p, UINT64_MAX, "{}", 10);
     expect_open("st_header_length_u64_max", 0, p, QTTS_ERR_FORMAT, p, "header length", NULL);
-    p = tpath("hlen_minus7.safetensors"); /* size - 8 + 1: off by one past the end */
+    p = test_tmp_path("hlen_minus7.safetensors"); /* size - 8 + 1: off by one past the end */
     write_st_raw(p, 3, "{}", 0);
     expect_open("st_header_length_one_past_end", 0, p, QTTS_ERR_FORMAT, p, "header length", NULL);
 
@@ -232,18 +199,18 @@ static void test_hostile_files(void) {
     }
 
     /* missing files and non-files */
-    p = tpath("no_such_file.safetensors");
+    p = test_tmp_path("no_such_file.safetensors");
     expect_open("st_open_file_missing", 0, p, QTTS_ERR_IO, p, NULL, NULL);
     expect_open("st_open_missing", 1, p, QTTS_ERR_IO, p, NULL, NULL);
-    mkdir(tpath("dir_as_file"), 0755);
-    expect_open("st_open_file_on_directory", 0, tpath("dir_as_file"), QTTS_ERR_IO, tpath("dir_as_file"),
+    mkdir(test_tmp_path("dir_as_file"), 0755);
+    expect_open("st_open_file_on_directory", 0, test_tmp_path("dir_as_file"), QTTS_ERR_IO, test_tmp_path("dir_as_file"),
                 "regular", NULL);
-    mkdir(tpath("empty_model_dir"), 0755);
-    expect_open("st_open_dir_without_weights", 1, tpath("empty_model_dir"), QTTS_ERR_IO, tpath("empty_model_dir"),
+    mkdir(test_tmp_path("empty_model_dir"), 0755);
+    expect_open("st_open_dir_without_weights", 1, test_tmp_path("empty_model_dir"), QTTS_ERR_IO, test_tmp_path("empty_model_dir"),
                 "model.safetensors", NULL);
     /* st_close accepts "a zeroed or closed set": a failed st_open must leave
      * one, whichever way it failed, or a caller's cleanup frees garbage */
-    const char *paths[3] = {tpath("no_such_file.safetensors"), tpath("empty_model_dir"), tpath("empty.safetensors")};
+    const char *paths[3] = {test_tmp_path("no_such_file.safetensors"), test_tmp_path("empty_model_dir"), test_tmp_path("empty.safetensors")};
     int zero_ok = 1;
     char why[1400] = "";
     for (int i = 0; i < 3; i++) {
@@ -293,7 +260,7 @@ static void test_round_trip(void) {
         " \"t.i64\": {\"dtype\": \"I64\", \"shape\": [2], \"data_offsets\": [48, 64]},"
         " \"t.scalar\": {\"dtype\": \"F32\", \"shape\": [], \"data_offsets\": [64, 68]},"
         " \"t.empty\": {\"dtype\": \"F32\", \"shape\": [0, 5], \"data_offsets\": [68, 68]}}";
-    const char *p = tpath("valid.safetensors");
+    const char *p = test_tmp_path("valid.safetensors");
     if (write_st(p, hdr, data, off) != 0) {
         test_report("st_round_trip_open", 0, "cannot write %s", p);
         return;
@@ -385,7 +352,7 @@ static void test_round_trip(void) {
     CHECK("st_close_zeroes", set_is_zeroed(&s), "st_close left state behind");
 
     /* misaligned float data (header length not padded): a clear error, not a misaligned load */
-    p = tpath("misaligned.safetensors");
+    p = test_tmp_path("misaligned.safetensors");
     char mh[128];
     snprintf(mh, sizeof mh, "%s", "{\"t.m\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
     if ((8 + strlen(mh)) % 4 == 0) strcat(mh, " "); /* keep the data misaligned */
@@ -394,7 +361,7 @@ static void test_round_trip(void) {
     put_u64le(raw, hl);
     memcpy(raw + 8, mh, hl);
     memset(raw + 8 + hl, 0, 4);
-    write_bytes(p, raw, 8 + hl + 4);
+    test_write_file(p, raw, 8 + hl + 4);
     err_clear(&e);
     st = st_open_file(&s, p, &e);
     if (st == QTTS_OK) {
@@ -480,14 +447,14 @@ static const char *g_shard_b_hdr = "{\"c.w\": {\"dtype\": \"F32\", \"shape\": [3
 
 /* Make folder `name` with two shards and the given index text (NULL = none). */
 static const char *make_shards(const char *name, const char *hdr_a, const char *hdr_b, const char *index) {
-    const char *dir = tpath("%s", name);
+    const char *dir = test_tmp_path("%s", name);
     mkdir(dir, 0755);
     const float da[3] = {1.0f, 2.0f, 3.0f}, db[3] = {4.0f, 5.0f, 6.0f};
-    if (hdr_a) write_st(tpath("%s/model-00001-of-00002.safetensors", name), hdr_a, da, sizeof da);
-    if (hdr_b) write_st(tpath("%s/model-00002-of-00002.safetensors", name), hdr_b, db, sizeof db);
+    if (hdr_a) write_st(test_tmp_path("%s/model-00001-of-00002.safetensors", name), hdr_a, da, sizeof da);
+    if (hdr_b) write_st(test_tmp_path("%s/model-00002-of-00002.safetensors", name), hdr_b, db, sizeof db);
     if (index) {
-        const char *ip = tpath("%s/model.safetensors.index.json", name);
-        write_bytes(ip, index, strlen(index));
+        const char *ip = test_tmp_path("%s/model.safetensors.index.json", name);
+        test_write_file(ip, index, strlen(index));
     }
     return dir;
 }
@@ -527,7 +494,7 @@ static void test_shards(void) {
     }
     /* model.safetensors wins over an index when both exist */
     dir = make_shards("shards_single_wins", g_shard_a_hdr, g_shard_b_hdr, "not json");
-    write_st(tpath("shards_single_wins/model.safetensors"), g_shard_b_hdr, (float[3]){7, 8, 9}, 12);
+    write_st(test_tmp_path("shards_single_wins/model.safetensors"), g_shard_b_hdr, (float[3]){7, 8, 9}, 12);
     err_clear(&e);
     st = st_open(&s, dir, &e);
     CHECK("st_single_file_preferred", st == QTTS_OK && s.n_tensors == 1 && st_find(&s, "c.w"), "status %d: %s",
@@ -537,35 +504,35 @@ static void test_shards(void) {
     const char *ip;
     dir = make_shards("shards_slash", g_shard_a_hdr, g_shard_b_hdr,
                       "{\"weight_map\": {\"a.w\": \"sub/model-00001-of-00002.safetensors\"}}");
-    ip = tpath("shards_slash/model.safetensors.index.json");
+    ip = test_tmp_path("shards_slash/model.safetensors.index.json");
     expect_open("st_shards_path_with_slash", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", "shard");
     dir = make_shards("shards_dotdot", g_shard_a_hdr, g_shard_b_hdr,
                       "{\"weight_map\": {\"a.w\": \"../shards_ok/model-00001-of-00002.safetensors\"}}");
-    ip = tpath("shards_dotdot/model.safetensors.index.json");
+    ip = test_tmp_path("shards_dotdot/model.safetensors.index.json");
     expect_open("st_shards_path_dotdot", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", "shard");
     dir = make_shards("shards_bare_dotdot", g_shard_a_hdr, g_shard_b_hdr, "{\"weight_map\": {\"a.w\": \"..\"}}");
-    ip = tpath("shards_bare_dotdot/model.safetensors.index.json");
+    ip = test_tmp_path("shards_bare_dotdot/model.safetensors.index.json");
     expect_open("st_shards_path_bare_dotdot", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", NULL);
     dir = make_shards("shards_absolute", g_shard_a_hdr, g_shard_b_hdr,
                       "{\"weight_map\": {\"a.w\": \"/etc/passwd\"}}");
-    ip = tpath("shards_absolute/model.safetensors.index.json");
+    ip = test_tmp_path("shards_absolute/model.safetensors.index.json");
     expect_open("st_shards_path_absolute", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", NULL);
     dir = make_shards("shards_empty_name", g_shard_a_hdr, g_shard_b_hdr, "{\"weight_map\": {\"a.w\": \"\"}}");
-    ip = tpath("shards_empty_name/model.safetensors.index.json");
+    ip = test_tmp_path("shards_empty_name/model.safetensors.index.json");
     expect_open("st_shards_path_empty", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", NULL);
     dir = make_shards("shards_not_string", g_shard_a_hdr, g_shard_b_hdr, "{\"weight_map\": {\"a.w\": 3}}");
-    ip = tpath("shards_not_string/model.safetensors.index.json");
+    ip = test_tmp_path("shards_not_string/model.safetensors.index.json");
     expect_open("st_shards_name_not_string", 1, dir, QTTS_ERR_FORMAT, ip, "'a.w'", NULL);
 
     dir = make_shards("shards_missing_tensor", g_shard_a_hdr, g_shard_b_hdr,
                       "{\"weight_map\": {\"a.w\": " S1 ", \"b.w\": " S1 ", \"c.w\": " S2 ", \"d.w\": " S1 "}}");
-    ip = tpath("shards_missing_tensor/model.safetensors.index.json");
+    ip = test_tmp_path("shards_missing_tensor/model.safetensors.index.json");
     expect_open("st_shards_tensor_missing_from_shard", 1, dir, QTTS_ERR_FORMAT, ip, "'d.w'",
                 "model-00001-of-00002.safetensors");
     /* both shards are opened, but the index puts b.w in the wrong one */
     dir = make_shards("shards_wrong_shard", g_shard_a_hdr, g_shard_b_hdr,
                       "{\"weight_map\": {\"a.w\": " S1 ", \"b.w\": " S2 ", \"c.w\": " S2 "}}");
-    ip = tpath("shards_wrong_shard/model.safetensors.index.json");
+    ip = test_tmp_path("shards_wrong_shard/model.safetensors.index.json");
     expect_open("st_shards_tensor_in_other_shard", 1, dir, QTTS_ERR_FORMAT, ip, "'b.w'", "model-00002-of-00002");
     /* a tensor the index does not list at all, in a listed shard: the reader
      * serves what the shards hold (the index is a map, not a whitelist) */
@@ -579,13 +546,13 @@ static void test_shards(void) {
     expect_open("st_shards_same_tensor_twice", 1, dir, QTTS_ERR_FORMAT, "'a.w'", "model-00001-of-00002",
                 "model-00002-of-00002");
     dir = make_shards("shards_bad_json", g_shard_a_hdr, g_shard_b_hdr, "{\"weight_map\": {\"a.w\": " S1 ",,}}");
-    ip = tpath("shards_bad_json/model.safetensors.index.json");
+    ip = test_tmp_path("shards_bad_json/model.safetensors.index.json");
     expect_open("st_shards_index_malformed", 1, dir, QTTS_ERR_FORMAT, ip, "line 1", NULL);
     dir = make_shards("shards_no_map", g_shard_a_hdr, g_shard_b_hdr, "{\"metadata\": {}}");
-    ip = tpath("shards_no_map/model.safetensors.index.json");
+    ip = test_tmp_path("shards_no_map/model.safetensors.index.json");
     expect_open("st_shards_index_no_weight_map", 1, dir, QTTS_ERR_FORMAT, ip, "weight_map", NULL);
     dir = make_shards("shards_map_array", g_shard_a_hdr, g_shard_b_hdr, "[{\"weight_map\": {}}]");
-    ip = tpath("shards_map_array/model.safetensors.index.json");
+    ip = test_tmp_path("shards_map_array/model.safetensors.index.json");
     expect_open("st_shards_index_is_array", 1, dir, QTTS_ERR_FORMAT, ip, "weight_map", NULL);
     dir = make_shards("shards_missing_file", g_shard_a_hdr, NULL,
                       "{\"weight_map\": {\"a.w\": " S1 ", \"b.w\": " S1 ", \"c.w\": " S2 "}}");
@@ -598,34 +565,18 @@ static void test_shards(void) {
 
 /* ------------------------------------------------------------ real checkpoint, truncated */
 
-static unsigned char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = sz > 0 ? malloc((size_t)sz) : NULL;
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = b ? (size_t)sz : 0;
-    return b;
-}
-
 static void test_truncated_real(void) {
     const char *src = test_path("golden/data/custom_voice/model.safetensors");
     size_t n = 0;
-    unsigned char *buf = read_all(src, &n);
+    unsigned char *buf = test_read_file(src, &n);
     if (!buf) {
         test_skip("st_real_truncated", "cannot read %s", src);
         return;
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--) hlen = (hlen << 8) | buf[i];
-    const char *p = tpath("real_full.safetensors");
-    write_bytes(p, buf, n);
+    const char *p = test_tmp_path("real_full.safetensors");
+    test_write_file(p, buf, n);
     st_set s;
     qtts_error e;
     err_clear(&e);
@@ -640,8 +591,8 @@ static void test_truncated_real(void) {
     char first_bad[1200] = "";
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         if (cuts[i] >= n) continue;
-        p = tpath("real_cut_%zu.safetensors", cuts[i]);
-        write_bytes(p, buf, cuts[i]);
+        p = test_tmp_path("real_cut_%zu.safetensors", cuts[i]);
+        test_write_file(p, buf, cuts[i]);
         err_clear(&e);
         st = st_open_file(&s, p, &e);
         const int ok = st == QTTS_ERR_FORMAT && strstr(e.msg, p) && set_is_zeroed(&s);
@@ -652,8 +603,8 @@ static void test_truncated_real(void) {
     }
     CHECK("st_real_truncated", all_ok, "%s", first_bad);
     /* a cut inside the data names the first tensor that no longer fits */
-    p = tpath("real_cut_data.safetensors");
-    write_bytes(p, buf, n - 1);
+    p = test_tmp_path("real_cut_data.safetensors");
+    test_write_file(p, buf, n - 1);
     err_clear(&e);
     st = st_open_file(&s, p, &e);
     CHECK("st_real_truncated_names_tensor", st == QTTS_ERR_FORMAT && strstr(e.msg, "tensor '") &&
@@ -662,8 +613,8 @@ static void test_truncated_real(void) {
     if (st == QTTS_OK) st_close(&s);
     /* header length field corrupted by one bit in the high byte */
     buf[7] ^= 0x01;
-    p = tpath("real_bad_len.safetensors");
-    write_bytes(p, buf, n);
+    p = test_tmp_path("real_bad_len.safetensors");
+    test_write_file(p, buf, n);
     err_clear(&e);
     st = st_open_file(&s, p, &e);
     CHECK("st_real_corrupt_length", st == QTTS_ERR_FORMAT && strstr(e.msg, p), "status %d: %s", (int)st, e.msg);
@@ -673,8 +624,8 @@ static void test_truncated_real(void) {
     char *d = memmem(buf + 8, (size_t)hlen, "\"BF16\"", 6);
     if (d) {
         d[1] = 'X';
-        p = tpath("real_bad_dtype.safetensors");
-        write_bytes(p, buf, n);
+        p = test_tmp_path("real_bad_dtype.safetensors");
+        test_write_file(p, buf, n);
         err_clear(&e);
         st = st_open_file(&s, p, &e);
         CHECK("st_real_corrupt_dtype", st == QTTS_ERR_FORMAT && strstr(e.msg, "dtype") && strstr(e.msg, "tensor '"),
@@ -687,16 +638,12 @@ static void test_truncated_real(void) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts_test_st_XXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        test_report("mkdtemp", 0, "cannot create a temp folder under /tmp");
-        return test_finish();
-    }
+    if (test_tmp_make("qtts_test_st") != 0) return test_finish();
     test_hostile_files();
     test_round_trip();
     test_conversions();
     test_shards();
     test_truncated_real();
-    rm_rf(g_tmp);
+    test_tmp_remove();
     return test_finish();
 }

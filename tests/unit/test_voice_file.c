@@ -9,7 +9,6 @@
  * leave the voice zeroed; `make debug-test` runs it under ASan + UBSan.
  * Also save-side validation and the model compatibility check. Files go to a
  * mkdtemp() folder under /tmp, removed at the end. */
-#include <ftw.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,46 +19,7 @@
 
 #include "model/voice_file.h"
 #include "test.h"
-
-static char g_tmp[256];
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tpath(const char *rel) {
-    static char bufs[8][512];
-    static int k;
-    char *b = bufs[k++ & 7];
-    snprintf(b, 512, "%s/%s", g_tmp, rel);
-    return b;
-}
-
-static int write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return -1;
-    size_t w = n ? fwrite(data, 1, n, f) : 0;
-    int rc = fclose(f);
-    return (w == n && rc == 0) ? 0 : -1;
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    *n = 0;
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(sz > 0 ? (size_t)sz : 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
+#include "test_tmp.h"
 
 static uint32_t g_rng = 777u;
 static uint32_t rnd(void) {
@@ -138,10 +98,10 @@ static int expect_load(const char *name, const unsigned char *b, size_t n, int a
     memset(&v, 0x5A, sizeof v); /* the loader must initialise it */
     qtts_error e;
     err_clear(&e);
-    const char *label = as_file ? tpath("hostile.qvoice") : "upload.qvoice";
+    const char *label = as_file ? test_tmp_path("hostile.qvoice") : "upload.qvoice";
     qtts_status st;
     if (as_file) {
-        write_bytes(label, b, n);
+        test_write_file(label, b, n);
         st = voice_load(label, &v, &e);
     } else {
         st = voice_load_mem(b, n, label, &v, &e);
@@ -198,7 +158,7 @@ static void test_round_trip(void) {
         make_voice(&v, cases[k].icl, cases[k].frames, cases[k].ids, cases[k].text);
         qtts_error e;
         err_clear(&e);
-        const char *p = tpath("voice.qvoice");
+        const char *p = test_tmp_path("voice.qvoice");
         qtts_status st = voice_save(p, &v, &e);
         qtts_status st2 = st == QTTS_OK ? voice_load(p, &w, &e) : st;
         const char *why = "status";
@@ -207,7 +167,7 @@ static void test_round_trip(void) {
 
         /* the file's bytes, the memory serialisation and a re-save are identical */
         size_t nf = 0, nm = 0, nm2 = 0;
-        unsigned char *bf = read_bytes(p, &nf), *bm = NULL, *bm2 = NULL;
+        unsigned char *bf = test_read_file(p, &nf), *bm = NULL, *bm2 = NULL;
         voice_save_mem(&v, &bm, &nm, &e);
         voice_save_mem(&v, &bm2, &nm2, &e);
         unsigned char *br = NULL;
@@ -422,7 +382,7 @@ static void test_hostile(void) {
     voice_free(&x);
 
     /* larger than any voice file: refused before being read whole */
-    const char *big = tpath("big.qvoice");
+    const char *big = test_tmp_path("big.qvoice");
     FILE *f = fopen(big, "wb");
     int made = f && fwrite("QTTSVOIC", 1, 8, f) == 8 && ftruncate(fileno(f), (off_t)VOICE_MAX_FILE_BYTES + 100) == 0;
     if (f) fclose(f);
@@ -438,11 +398,11 @@ static void test_hostile(void) {
     free(huge);
 
     /* missing file, directory */
-    const char *missing = tpath("nope.qvoice");
+    const char *missing = test_tmp_path("nope.qvoice");
     st = voice_load(missing, &w, &e);
     CHECK("vf_missing_file", st == QTTS_ERR_IO && strstr(e.msg, missing) && is_zeroed(&w), "status %d, message \"%s\"",
           (int)st, e.msg);
-    st = voice_load(g_tmp, &w, &e);
+    st = voice_load(test_tmp_dir(), &w, &e);
     CHECK("vf_directory", st == QTTS_ERR_IO && strstr(e.msg, "directory"), "status %d, message \"%s\"", (int)st, e.msg);
     voice_free(&v);
 }
@@ -475,7 +435,7 @@ static void test_save_validation(void) {
         case 8: memset(v.model_type, 'a', sizeof v.model_type); break;
         case 9: v.icl = 2; break;
         }
-        const char *p = tpath("invalid.qvoice");
+        const char *p = test_tmp_path("invalid.qvoice");
         remove(p);
         err_clear(&e);
         qtts_status st = voice_save(p, &v, &e);
@@ -488,7 +448,7 @@ static void test_save_validation(void) {
     }
     voice_data v;
     make_voice(&v, 0, 0, 0, NULL);
-    const char *p = tpath("no_such_dir/voice.qvoice");
+    const char *p = test_tmp_path("no_such_dir/voice.qvoice");
     qtts_status st = voice_save(p, &v, &e);
     CHECK("vf_save_unwritable", st == QTTS_ERR_IO && strstr(e.msg, p), "status %d, message \"%s\"", (int)st, e.msg);
     voice_free(&v);
@@ -632,17 +592,13 @@ static void test_primed(void) {
 }
 
 int main(void) {
-    snprintf(g_tmp, sizeof g_tmp, "/tmp/qtts_voice_file_XXXXXX");
-    if (!mkdtemp(g_tmp)) {
-        test_report("mkdtemp", 0, "cannot create a temp folder under /tmp");
-        return test_finish();
-    }
+    if (test_tmp_make("qtts_voice_file") != 0) return test_finish();
     test_crc();
     test_round_trip();
     test_hostile();
     test_save_validation();
     test_compatible();
     test_primed();
-    rm_rf(g_tmp);
+    test_tmp_remove();
     return test_finish();
 }
