@@ -1909,7 +1909,8 @@ static void int_conv_with(const int_fmt *f, const ops_ctx *c, const float *x, in
 /* An integer conv1d on ragged shapes (input channels not a multiple of 4 or
  * 2, output channels leaving every tail of the 4 and 6 channel tiles, steps
  * not of the 4/8/16 vectors; taps 1, 2, 3, 7, dilations 1-9, zero columns,
- * an input over the drivers' 128 KiB time block): every table's (and on NEON
+ * an input over the drivers' 128 KiB time block, inputs int16 runs in time
+ * pieces, whose chunked calls run whole): every table's (and on NEON
  * with sdot, the baseline int8 kernel's: neon-nodot) packed input, scales
  * and outputs bit-equal to the scalar reference's; the scalar result within
  * the quantisation bound of the exact f32 conv (per term |w| ex + |x| ew +
@@ -1927,6 +1928,9 @@ static void test_conv_int(const int_fmt *f) {
         {192, 24, 1, 1, 129}, {6, 16, 2, 5, 44},  {17, 8, 3, 2, 23}, {1, 3, 2, 1, 19},
         /* three time blocks, the last short */
         {200, 9, 7, 3, 1500},
+        /* int16's time pieces (conv_i16.c: spans up to 8 over more than two pieces of 64 steps): six
+         * pieces, the last of 9 steps; span 8 (pieced), span 9 (not) */
+        {30, 7, 2, 1, 330}, {24, 5, 3, 4, 300}, {24, 5, 2, 9, 300},
         /* the worst case of the levels (filled at +-max below) */
         {1536, 7, 1, 1, 27},
     };

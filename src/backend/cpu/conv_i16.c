@@ -1,6 +1,6 @@
 /* int16 convolutions: weight quantisation, the scalar reference kernels, and
- * the entry points that pack the input and split output channels over
- * threads (conv_i16.h has the contract).
+ * the entry points that pack the input and split output channels (or time
+ * pieces) over threads (conv_i16.h has the contract).
  * Dataflow: x f32 -> table's pack -> i16 [cin/2][t][2] + scales -> table's conv1d_i16 per channel range -> y f32. */
 #include "backend/cpu/conv_i16.h"
 
@@ -60,9 +60,47 @@ void conv_i16_w_free(conv_i16_w *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* Time pieces. The packed input is [cin2 / 2][steps][2]: a tile reads one
+ * row per channel pair, so over a long input its rows lie far apart and the
+ * tile waits on its loads. A conv of at least I16_PIECE_MIN_CIN2 channels
+ * and a short span (the transposed convs' K 2, the 1x1 convs) over more than
+ * two pieces therefore runs piece by piece, one task each: pack I16_PIECE
+ * output steps' input, [cin2 / 2][I16_PIECE + span][2] with its own scales
+ * (the span columns are packed again by the next piece: a step's packing
+ * depends on its column only, so no bit changes), then every output channel
+ * over it while it is in cache. kbench's int16 table and docs/BENCH.md give
+ * the rates with and without. */
+#define I16_PIECE 64
+#define I16_PIECE_MAX_SPAN 8
+#define I16_PIECE_MIN_CIN2 16
+
+typedef struct i16_pieces {
+    int n;       /* pieces (1: the whole input, unpieced) */
+    int steps;   /* output steps of a piece (the last may have fewer) */
+    int len;     /* input steps of a whole piece: steps + span */
+    size_t q_el; /* int16 elements from one piece's packed input to the next */
+} i16_pieces;
+
+static i16_pieces i16_pieces_of(int cin2, int t_in, int span) {
+    const int t_out = t_in - span;
+    i16_pieces p = {1, t_out, t_in, 0};
+    if (cin2 >= I16_PIECE_MIN_CIN2 && span <= I16_PIECE_MAX_SPAN && t_out > 2 * I16_PIECE) {
+        p.n = (t_out + I16_PIECE - 1) / I16_PIECE;
+        p.steps = I16_PIECE;
+        p.len = I16_PIECE + span;
+    }
+    p.q_el = ALIGN64(sizeof(int16_t) * (size_t)cin2 * p.len) / sizeof(int16_t);
+    return p;
+}
+
 size_t ops_conv_i16_scratch_bytes(int cin, int t_in) {
-    const size_t t = t_in > 0 ? (size_t)t_in : 1;
-    return ALIGN64(sizeof(int16_t) * (size_t)((cin + 1) & ~1) * t) + ALIGN64(sizeof(float) * t);
+    const size_t t = t_in > 0 ? (size_t)t_in : 1, cin2 = (size_t)((cin + 1) & ~1);
+    const size_t whole = ALIGN64(sizeof(int16_t) * cin2 * t) + ALIGN64(sizeof(float) * t);
+    if (cin2 < I16_PIECE_MIN_CIN2) return whole;
+    /* pieces: at most ceil(t / I16_PIECE) of I16_PIECE + I16_PIECE_MAX_SPAN steps */
+    const size_t n = (t + I16_PIECE - 1) / I16_PIECE, len = I16_PIECE + I16_PIECE_MAX_SPAN;
+    const size_t pieced = n * ALIGN64(sizeof(int16_t) * cin2 * len) + ALIGN64(sizeof(float) * n * len);
+    return whole > pieced ? whole : pieced;
 }
 
 void conv_i16_pack_cols(const float *x, int cin, int x_stride, int qmax, int16_t *xq, int xq_stride, float *sx,
@@ -128,22 +166,49 @@ static void i16_run(const void *job, int o0, int o1) {
     j->fn(j->a, o0, o1);
 }
 
+typedef struct i16_piece_job {
+    i16_pack_job pk; /* xq, sx: piece 0's */
+    i16_job cv;      /* a: the whole conv's arguments (t_in the whole input's) */
+    i16_pieces pc;
+    int span;
+} i16_piece_job;
+
+/* Task p: pack piece p, then run every output channel over it. */
+static void i16_piece_task(void *arg, int p, int n_tasks) {
+    (void)n_tasks;
+    const i16_piece_job *j = arg;
+    const int t0 = p * j->pc.steps, n_out = j->cv.a->t_in - j->span - t0;
+    int16_t *xq = j->pk.xq + p * j->pc.q_el;
+    float *sx = j->pk.sx + (size_t)p * j->pc.len;
+    ops_conv_i16_args a = *j->cv.a;
+    a.t_in = (n_out < j->pc.steps ? n_out : j->pc.steps) + j->span;
+    j->pk.pack(j->pk.x + t0, j->pk.cin, a.t_in, j->pk.x_stride, j->pk.qmax, xq, j->pc.len, sx);
+    a.xq = xq, a.sx = sx, a.y += t0;
+    j->cv.fn(&a, 0, a.cout);
+}
+
 void ops_conv1d_i16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const conv_i16_w *w,
                         int dilation, float *y, int y_stride, void *scratch) {
-    const int t_out = t_in - dilation * (w->k - 1);
+    const int span = dilation * (w->k - 1), t_out = t_in - span;
     if (t_out <= 0 || w->cout <= 0 || cin != w->cin) return;
     const ops_kernels *k = c ? c->k : ops_kernels_scalar();
+    const i16_pieces pc = i16_pieces_of(w->cin2, t_in, span);
     int16_t *xq = scratch;
-    float *sx = (float *)((char *)scratch + ALIGN64(sizeof(int16_t) * (size_t)w->cin2 * t_in));
+    float *sx = (float *)((char *)scratch + sizeof(int16_t) * pc.q_el * pc.n);
     void (*pack)(const float *, int, int, int, int, int16_t *, int, float *) =
         k->conv_i16_pack ? k->conv_i16_pack : conv_i16_pack_scalar;
     void (*fn)(const ops_conv_i16_args *, int, int) = k->conv1d_i16 ? k->conv1d_i16 : conv1d_i16_scalar;
-    const i16_pack_job pj = {pack, x, cin, x_stride, w->qmax, t_in, xq, sx};
-    ops_conv_pack_split_ctx(c, cin, t_in, i16_pack_run, &pj);
-    const ops_conv_i16_args a = {.xq = xq, .sx = sx, .cin2 = w->cin2, .t_in = t_in, .xq_stride = t_in, .w = w->q,
+    const i16_pack_job pj = {pack, x, cin, x_stride, w->qmax, pc.len, xq, sx};
+    const ops_conv_i16_args a = {.xq = xq, .sx = sx, .cin2 = w->cin2, .t_in = t_in, .xq_stride = pc.len, .w = w->q,
                                  .sw = w->sw, .bias = w->bias, .cout = w->cout, .k = w->k, .dilation = dilation,
                                  .y = y, .y_stride = y_stride};
     const i16_job j = {fn, &a};
+    if (pc.n > 1) { /* pieces: one task each, over threads */
+        i16_piece_job job = {pj, j, pc, span};
+        ops_parallel(c, i16_piece_task, &job, pc.n);
+        return;
+    }
+    ops_conv_pack_split_ctx(c, cin, t_in, i16_pack_run, &pj);
     ops_conv_split_ctx(c, w->cout, (long long)w->cout * w->cin2 * w->k * t_out, i16_run, &j);
 }
 

@@ -48,7 +48,8 @@ size_t ops_conv_i16_scratch_bytes(int cin, int t_in);
  * t_out = t_in - dilation (k - 1) (nothing when t_in is shorter). x: [cin]
  * rows of x_stride; y rows of y_stride; scratch: ops_conv_i16_scratch_bytes,
  * 64-byte aligned. Output channels split over the context's threads (c may
- * be NULL). */
+ * be NULL); a long input of a short span (1x1, K 2) runs in time pieces
+ * instead, split over the threads (conv_i16.c), with the same bits. */
 void ops_conv1d_i16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int x_stride, const conv_i16_w *w,
                         int dilation, float *y, int y_stride, void *scratch);
 
