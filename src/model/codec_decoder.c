@@ -678,15 +678,12 @@ typedef struct conv_forms {
 } conv_forms;
 
 /* One conv of cin inputs: its int8 form when bit is in f.q8 (at that
- * width), else its int16 form when in f.i16 (1x1 convs from
- * CODEC_I16_MIN_CIN_1X1), else its bf16 form when in f.h; *made set when it
- * made one. 0 when out of memory. */
+ * width), else its int16 form when in f.i16, else its bf16 form when in
+ * f.h; *made set when it made one. 0 when out of memory. */
 static int make_form(unsigned bit, conv_forms f, conv_q8_w *q, conv_i16_w *iw, conv_bf16_w *hw, const float *w,
                      const float *b, int cout, int cin, int k, int *made) {
     const unsigned q8 = width_mask(f.q8, cin) & bit, h = width_mask(f.h, cin) & bit;
-    const unsigned i16 = iw && (k > 1 || cin >= CODEC_I16_MIN_CIN_1X1 || (f.i16 & CODEC_Q8_ANY_WIDTH))
-                             ? width_mask(f.i16, cin) & bit
-                             : 0;
+    const unsigned i16 = iw ? width_mask(f.i16, cin) & bit : 0;
     *made |= (q8 | i16 | h) != 0;
     if (q8) return conv_q8_w_make(q, w, b, cout, cin, k);
     if (i16) return conv_i16_w_make(iw, w, b, cout, cin, k);

@@ -71,13 +71,10 @@ void codec_decoder_free(codec_decoder *d); /* accepts NULL */
 /* The int16 format (backend/cpu/conv_i16.h: 10-12 bit levels; the q8 set in
  * int16 alone keeps 47 dB of waveform SNR on the real-size synthetic codec,
  * where one conv in int8 keeps 28-33 dB) takes the same mask but CONV1 (the
- * K 7 convs are int8's), and its 1x1 convs only from CODEC_I16_MIN_CIN_1X1
- * input channels: under it the packing costs more than the products save
- * (docs/BENCH.md). The q8 format puts every conv it keeps out of int8 in
- * int16 (CODEC_I16_DEFAULT); QTTS_CODEC_I16_PARTS replaces it, for
+ * K 7 convs are int8's). The q8 format puts every conv it keeps out of int8
+ * in int16 (CODEC_I16_DEFAULT); QTTS_CODEC_I16_PARTS replaces it, for
  * measuring. */
 #define CODEC_I16_DEFAULT (CODEC_Q8_DEC0 | CODEC_Q8_TCONV | CODEC_Q8_CONV2)
-#define CODEC_I16_MIN_CIN_1X1 384
 /* The parts (masks as above) a public format puts in int8, int16 and bf16:
  * f32 none; bf16 CODEC_BF16_DEFAULT; q8 CODEC_Q8_DEFAULT in int8,
  * CODEC_I16_DEFAULT in int16 and the Linear layers in bf16; q8bf16 the int8
