@@ -376,19 +376,22 @@ static void bench_conv(int threads) {
     conv_q8_w_free(&wq);
 }
 
+/* The vocoder blocks' output channels, steps and upsampling rates in a
+ * 4-frame chunk of the 12 Hz decoder (the shapes of the tables below). */
+static const int codec_C[4] = {768, 384, 192, 96}, codec_T[4] = {128, 640, 2560, 7680}, codec_R[4] = {8, 5, 4, 3};
+
 /* The codec decoder's residual-unit convs in its int8 and bf16 formats at the
  * shapes of a 4-frame chunk of the 12 Hz decoder (per block: channels x
  * steps), one thread, each with its input packing, dilations 1, 3, 9 (K 7)
  * and K 1: where the decoder's conv time goes against the instruction peaks. */
 static void bench_codec_shapes(void) {
-    static const int Cs[4] = {768, 384, 192, 96}, Ts[4] = {128, 640, 2560, 7680};
     ops_ctx ctx;
     ops_init(&ctx, 1, 0);
     printf("\ncodec residual-unit convs, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n", ctx.k->name, REPS);
     for (int sh = 0; sh < 4; sh++)
         for (int K = 7; K >= 1; K -= 6)
             for (int dil = 1; dil <= (K == 7 ? 9 : 1); dil *= 3) {
-                const int C = Cs[sh], T = Ts[sh], H = dil * (K - 1);
+                const int C = codec_C[sh], T = codec_T[sh], H = dil * (K - 1);
                 float *x = malloc(sizeof(float) * C * (T + H)), *w = malloc(sizeof(float) * C * C * K);
                 float *b = malloc(sizeof(float) * C), *y = malloc(sizeof(float) * C * T);
                 conv_bf16_w wh;
@@ -442,7 +445,6 @@ static void bench_codec_shapes(void) {
  * as their packed K 2 conv1d, the residual units' 1x1 convs), at the shapes
  * of a 4-frame chunk: f32 against int16 (input packing included). */
 static void bench_codec_f32_shapes(void) {
-    static const int Ci[4] = {1536, 768, 384, 192}, Ti[4] = {16, 128, 640, 2560}, Rs[4] = {8, 5, 4, 3};
     ops_ctx ctx;
     ops_init(&ctx, 1, 0);
     printf("\ncodec convs q8 keeps out of int8, 4-frame chunk shapes, 1 thread, %s (GMAC/s, median of %d)\n",
@@ -450,8 +452,10 @@ static void bench_codec_f32_shapes(void) {
     for (int sh = -1; sh < 8; sh++) {
         /* -1 decoder.0, 0-3 transposed, 4-7 the 1x1 convs after them */
         const int tr = sh >= 0 && sh < 4, k1 = sh >= 4, st = k1 ? sh - 4 : sh;
-        const int cin = tr ? Ci[st] : k1 ? Ci[st] / 2 : 1024, cout = tr || k1 ? Ci[st] / 2 : 1536;
-        const int r = tr ? Rs[st] : 1, T = tr ? Ti[st] : k1 ? Ti[st] * Rs[st] : 16, K = tr ? 2 * r : k1 ? 1 : 7;
+        /* a transposed conv: block st's input (2C channels, T / rate steps) to C; a 1x1: C to C over T */
+        const int cin = tr ? 2 * codec_C[st] : k1 ? codec_C[st] : 1024, cout = tr || k1 ? codec_C[st] : 1536;
+        const int r = tr ? codec_R[st] : 1, T = tr ? codec_T[st] / codec_R[st] : k1 ? codec_T[st] : 16;
+        const int K = tr ? 2 * r : k1 ? 1 : 7;
         const int tin = tr ? T + 1 : T + K - 1;
         float *x = malloc(sizeof(float) * cin * tin), *w = malloc(sizeof(float) * cin * cout * K);
         float *b = malloc(sizeof(float) * cout), *y = malloc(sizeof(float) * cout * T * r);
@@ -505,7 +509,6 @@ static void bench_codec_f32_shapes(void) {
  * the memory pass that fusing SnakeBeta into the next conv's packing would
  * remove. */
 static void bench_codec_snake(void) {
-    static const int Cs[4] = {768, 384, 192, 96}, Ts[4] = {128, 640, 2560, 7680}, Rs[4] = {8, 5, 4, 3};
     enum { ROW = 2048 };
     ops_ctx ctx;
     ops_init(&ctx, 1, 0);
@@ -514,7 +517,7 @@ static void bench_codec_snake(void) {
     for (int sh = 0; sh < 5; sh++) {
         /* 0-3: a block's residual units (hist 54 for the widest dilation);
          * 4: the final activation before the last conv (96 x 7680) */
-        const int C = sh < 4 ? Cs[sh] : 96, T = sh < 4 ? Ts[sh] : 7680, H = 54;
+        const int C = codec_C[sh < 4 ? sh : 3], T = codec_T[sh < 4 ? sh : 3], H = 54;
         const int n_calls = sh < 4 ? 6 : 1; /* 3 residual units x 2 activations */
         float *x = malloc(sizeof(float) * C * T), *y = malloc(sizeof(float) * C * (T + H));
         float *a = malloc(sizeof(float) * C), *ib = malloc(sizeof(float) * C), *row = malloc(sizeof(float) * ROW);
@@ -544,7 +547,7 @@ static void bench_codec_snake(void) {
         /* a 4-frame chunk's calls at this rate: the six, plus the block's
          * input activation (2C channels at T / rate steps) as a fraction */
         double calls = n_calls;
-        if (sh < 4) calls += (double)(2 * C) * (T / Rs[sh]) / elems;
+        if (sh < 4) calls += (double)(2 * C) * (T / codec_R[sh]) / elems;
         tot_mem += calls * ms_m, tot_l1 += calls * ms_l;
         printf("  C %3d T %4d (%6.3f M): decoder's call %5.2f G/s (%.3f ms), L1 row %5.2f G/s (%.3f ms), x %.2f calls\n",
                C, T, elems / 1e6, m.med, ms_m, l.med, ms_l, calls);

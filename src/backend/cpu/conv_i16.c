@@ -170,18 +170,18 @@ typedef struct i16_piece_job {
     i16_pack_job pk; /* xq, sx: piece 0's */
     i16_job cv;      /* a: the whole conv's arguments (t_in the whole input's) */
     i16_pieces pc;
-    int span;
 } i16_piece_job;
 
 /* Task p: pack piece p, then run every output channel over it. */
 static void i16_piece_task(void *arg, int p, int n_tasks) {
     (void)n_tasks;
     const i16_piece_job *j = arg;
-    const int t0 = p * j->pc.steps, n_out = j->cv.a->t_in - j->span - t0;
+    const int span = j->cv.a->dilation * (j->cv.a->k - 1), t0 = p * j->pc.steps;
+    const int n_out = j->cv.a->t_in - span - t0;
     int16_t *xq = j->pk.xq + p * j->pc.q_el;
     float *sx = j->pk.sx + (size_t)p * j->pc.len;
     ops_conv_i16_args a = *j->cv.a;
-    a.t_in = (n_out < j->pc.steps ? n_out : j->pc.steps) + j->span;
+    a.t_in = (n_out < j->pc.steps ? n_out : j->pc.steps) + span;
     j->pk.pack(j->pk.x + t0, j->pk.cin, a.t_in, j->pk.x_stride, j->pk.qmax, xq, j->pc.len, sx);
     a.xq = xq, a.sx = sx, a.y += t0;
     j->cv.fn(&a, 0, a.cout);
@@ -204,7 +204,7 @@ void ops_conv1d_i16_ctx(const ops_ctx *c, const float *x, int cin, int t_in, int
                                  .y = y, .y_stride = y_stride};
     const i16_job j = {fn, &a};
     if (pc.n > 1) { /* pieces: one task each, over threads */
-        i16_piece_job job = {pj, j, pc, span};
+        i16_piece_job job = {pj, j, pc};
         ops_parallel(c, i16_piece_task, &job, pc.n);
         return;
     }
